@@ -1,0 +1,34 @@
+// Package v1alpha2 holds the Go types of the proposed multicluster.x-k8s.io/v1alpha2
+// ServiceImport. No released module ships them, so this project owns them. In
+// this version the fields a controller owns sit at the object root, not under
+// spec or status; spec stays empty for later use.
+package v1alpha2
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GroupName is the API group of ServiceImport.
+const GroupName = "multicluster.x-k8s.io"
+
+// SchemeGroupVersion is the group and version of the types in this package.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha2"}
+
+// Resource is the ServiceImport resource in this version.
+var Resource = SchemeGroupVersion.WithResource("serviceimports")
+
+var (
+	// SchemeBuilder registers the types of this package.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds the types of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &ServiceImport{}, &ServiceImportList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,190 @@
+package cache
+
+import (
+	"net"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Answers are the precomputed records of one name. The records are shared by
+// every reader: never modify them, copy them into a reply.
+type Answers struct {
+	A     []dns.RR
+	AAAA  []dns.RR
+	SRV   []dns.RR
+	Extra []dns.RR // A/AAAA glue of the SRV targets
+}
+
+// ZoneAnswers are a service's answers inside one zone.
+type ZoneAnswers struct {
+	Service Answers             // <svc>.<ns>.svc.<zone>
+	Sub     map[string]*Answers // "_<port>._<proto>" and "<host>.<cluster>", relative to the service name
+	ENT     map[string]struct{} // empty non-terminals below the service name
+}
+
+// Service is the immutable answer set of one imported service.
+type Service struct {
+	Namespace string
+	Name      string
+	Version   string // the ServiceImport version the answers come from
+	Headless  bool
+	Endpoints int           // ready endpoint names, headless only
+	Zones     []ZoneAnswers // one per configured zone, in the configured order
+	IPs       []netip.Addr  // ClusterSetIPs, for reverse lookups
+	im        *Import       // the view the answers come from
+	in        normalized
+}
+
+// normalized is what the answers of a service are made from; two services with
+// equal normalized inputs have equal answers.
+type normalized struct {
+	headless  bool
+	ips       []netip.Addr
+	ports     []Port
+	endpoints []namedAddrs // sorted by name
+}
+
+type namedAddrs struct {
+	name  string // "<host>.<cluster>"
+	addrs []netip.Addr
+}
+
+// normalize gathers the inputs of one service. It returns false when the
+// service has nothing to answer: a ClusterSetIP import without IPs, or a
+// headless import without ready endpoints.
+func normalize(im *Import, slices_ []*Slice) (normalized, bool) {
+	n := normalized{headless: im.Headless, ports: im.Ports}
+	if !im.Headless {
+		n.ips = im.IPs
+		return n, len(n.ips) > 0
+	}
+	byName := map[string][]netip.Addr{}
+	for _, s := range slices_ {
+		if s.Cluster == "" {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			name := e.Host + "." + s.Cluster
+			for _, a := range e.Addrs {
+				if !slices.Contains(byName[name], a) {
+					byName[name] = append(byName[name], a)
+				}
+			}
+		}
+	}
+	for name, addrs := range byName {
+		slices.SortFunc(addrs, netip.Addr.Compare)
+		n.endpoints = append(n.endpoints, namedAddrs{name, addrs})
+	}
+	slices.SortFunc(n.endpoints, func(a, b namedAddrs) int { return strings.Compare(a.name, b.name) })
+	return n, len(n.endpoints) > 0
+}
+
+func (n normalized) equal(o normalized) bool { return reflect.DeepEqual(n, o) }
+
+// build makes the answers of one service in every zone.
+func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
+	s := &Service{Namespace: im.Namespace, Name: im.Name, Version: im.Version, Headless: n.headless,
+		Endpoints: len(n.endpoints), IPs: n.ips, im: im, in: n}
+	s.Zones = make([]ZoneAnswers, len(zones))
+	for i, zone := range zones {
+		s.Zones[i] = buildZone(im, n, zone, ttl)
+	}
+	return s
+}
+
+func buildZone(im *Import, n normalized, zone string, ttl uint32) ZoneAnswers {
+	svcName := im.Name + "." + im.Namespace + ".svc." + zone
+	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
+	if !n.headless {
+		z.Service.A, z.Service.AAAA = addressRecords(svcName, n.ips, ttl)
+		glue := append(append([]dns.RR(nil), z.Service.A...), z.Service.AAAA...)
+		for _, p := range n.ports {
+			sub := "_" + p.Name + "._" + p.Proto
+			srv := []dns.RR{srvRecord(sub+"."+svcName, ttl, p.Port, svcName, 0)}
+			setWeights(srv)
+			z.Sub[sub] = &Answers{SRV: srv, Extra: glue}
+			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, svcName, 0))
+		}
+		if len(z.Service.SRV) > 0 {
+			z.Service.Extra = glue
+		}
+		setWeights(z.Service.SRV)
+	} else {
+		targets := make([]string, len(n.endpoints))
+		var glue []dns.RR
+		for i, e := range n.endpoints {
+			targets[i] = e.name + "." + svcName
+			a, aaaa := addressRecords(targets[i], e.addrs, ttl)
+			z.Sub[e.name] = &Answers{A: a, AAAA: aaaa}
+			glue = append(append(glue, a...), aaaa...)
+			sa, saaaa := addressRecords(svcName, e.addrs, ttl)
+			z.Service.A = appendNew(z.Service.A, sa)
+			z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
+		}
+		for _, p := range n.ports {
+			sub := "_" + p.Name + "._" + p.Proto
+			ans := &Answers{Extra: glue}
+			for _, t := range targets {
+				ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))
+				z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
+			}
+			setWeights(ans.SRV)
+			z.Sub[sub] = ans
+		}
+		setWeights(z.Service.SRV)
+		if len(z.Service.SRV) > 0 {
+			z.Service.Extra = glue
+		}
+	}
+	for sub := range z.Sub {
+		for i := strings.IndexByte(sub, '.'); i >= 0; i = strings.IndexByte(sub, '.') {
+			sub = sub[i+1:]
+			z.ENT[sub] = struct{}{}
+		}
+	}
+	for sub := range z.Sub {
+		delete(z.ENT, sub) // a name that has records is no empty non-terminal
+	}
+	return z
+}
+
+// appendNew appends the address records of rs whose address is not in dst yet.
+func appendNew(dst, rs []dns.RR) []dns.RR {
+	for _, r := range rs {
+		if !slices.ContainsFunc(dst, func(d dns.RR) bool { return dns.IsDuplicate(d, r) }) {
+			dst = append(dst, r)
+		}
+	}
+	return dst
+}
+
+func addressRecords(name string, ips []netip.Addr, ttl uint32) (a, aaaa []dns.RR) {
+	for _, ip := range ips {
+		if ip.Is4() {
+			v := ip.As4()
+			a = append(a, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IP(v[:])})
+		} else {
+			v := ip.As16()
+			aaaa = append(aaaa, &dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: net.IP(v[:])})
+		}
+	}
+	return a, aaaa
+}
+
+func srvRecord(owner string, ttl uint32, port uint16, target string, weight uint16) dns.RR {
+	return &dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
+		Priority: 0, Weight: weight, Port: port, Target: target}
+}
+
+// setWeights spreads the weight evenly over the records of one answer, as
+// CoreDNS's kubernetes plugin does: floor(100 / count).
+func setWeights(rs []dns.RR) {
+	for _, r := range rs {
+		r.(*dns.SRV).Weight = uint16(100 / len(rs))
+	}
+}

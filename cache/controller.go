@@ -1,0 +1,386 @@
+package cache
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Logger is what the cache logs through.
+type Logger interface {
+	Infof(format string, args ...any)
+	Warningf(format string, args ...any)
+}
+
+// Stats counts what the answers hold.
+type Stats struct {
+	Imports   map[string]int // services answered, by ServiceImport version
+	Endpoints int            // ready headless endpoint names
+}
+
+// Config says what to watch and how to build answers.
+type Config struct {
+	Zones    []string // lower-case, fully qualified
+	TTL      uint32
+	Fallback bool // also watch v1alpha1 ServiceImports
+	// Namespaces, when not empty, are the only namespaces answered.
+	Namespaces []string
+	Log        Logger
+	// OnSkip is called once for each object, or part of one, that is not used.
+	OnSkip func(kind, reason string)
+	// OnStats is called after the answers change.
+	OnStats func(Stats)
+}
+
+// Controller keeps the answers of every imported service up to date.
+type Controller struct {
+	cfg    Config
+	idx    *index
+	queue  workqueue.TypedRateLimitingInterface[string]
+	views  []*view // v1alpha2 first, then v1alpha1 with Fallback
+	slices toolscache.SharedIndexInformer
+	synced atomic.Bool
+	serial atomic.Uint32
+
+	statsMu   sync.Mutex
+	imports   map[string]int
+	endpoints int
+}
+
+// view is one API version's informer on ServiceImports.
+type view struct {
+	version  string
+	informer toolscache.SharedIndexInformer
+}
+
+const serviceImportGroup = "multicluster.x-k8s.io"
+
+const sliceByService = "service"
+
+// New makes a controller over the given clients; Run starts it.
+func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controller {
+	c := &Controller{
+		cfg:     cfg,
+		idx:     newIndex(),
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		imports: map[string]int{},
+	}
+	c.serial.Store(uint32(time.Now().Unix()))
+	versions := []string{V1alpha2}
+	if cfg.Fallback {
+		versions = append(versions, V1alpha1)
+	}
+	for _, v := range versions {
+		c.views = append(c.views, c.newView(dyn, v))
+	}
+
+	sel := LabelServiceName // only multi-cluster slices are listed at all
+	c.slices = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel
+			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}, &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
+		s := obj.(*Slice)
+		if s.Service == "" {
+			return nil, nil
+		}
+		return []string{key(s.Namespace, s.Service)}, nil
+	}})
+	_ = c.slices.SetTransform(func(obj any) (any, error) {
+		es, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return obj, nil
+		}
+		s := sliceFrom(es)
+		c.report("EndpointSlice", es.Namespace, es.Name, s.Problems)
+		return s, nil
+	})
+	_, _ = c.slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSlice,
+		UpdateFunc: func(old, obj any) { c.enqueueSlice(old); c.enqueueSlice(obj) },
+		DeleteFunc: c.enqueueSlice,
+	})
+	return c
+}
+
+func (c *Controller) newView(dyn dynamic.Interface, version string) *view {
+	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
+	res := dyn.Resource(gvr)
+	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	convert := importFromV1alpha2
+	if version == V1alpha1 {
+		convert = importFromV1alpha1
+	}
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		im := convert(u)
+		c.report("ServiceImport "+version, im.Namespace, im.Name, im.Problems)
+		return im, nil
+	})
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueImport,
+		UpdateFunc: func(_, obj any) { c.enqueueImport(obj) },
+		DeleteFunc: c.enqueueImport,
+	})
+	return &view{version: version, informer: inf}
+}
+
+func (c *Controller) report(kind, namespace, name string, problems []string) {
+	for _, p := range problems {
+		if c.cfg.Log != nil {
+			c.cfg.Log.Warningf("%s: %s: not used in part or whole", describe(kind, namespace, name), p)
+		}
+		if c.cfg.OnSkip != nil {
+			c.cfg.OnSkip(kind, p)
+		}
+	}
+}
+
+func tombstone(obj any) any {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
+
+func (c *Controller) enqueueImport(obj any) {
+	if im, ok := tombstone(obj).(*Import); ok {
+		c.queue.Add(key(im.Namespace, im.Name))
+	}
+}
+
+func (c *Controller) enqueueSlice(obj any) {
+	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" {
+		c.queue.Add(key(s.Namespace, s.Service))
+	}
+}
+
+// Run starts the informers and keeps the answers current until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	synced := []toolscache.InformerSynced{c.slices.HasSynced}
+	for _, v := range c.views {
+		synced = append(synced, v.informer.HasSynced)
+	}
+	for _, inf := range c.informers() {
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
+	}
+	defer wg.Wait()
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	// Build everything once before answering, so the first answers are whole.
+	for c.queue.Len() > 0 {
+		c.processNext()
+	}
+	c.synced.Store(true)
+	c.publishStats()
+	if c.cfg.Log != nil {
+		c.cfg.Log.Infof("synced: %d services", c.idx.count())
+	}
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	for c.processNext() {
+	}
+}
+
+func (c *Controller) informers() []toolscache.SharedIndexInformer {
+	list := []toolscache.SharedIndexInformer{c.slices}
+	for _, v := range c.views {
+		list = append(list, v.informer)
+	}
+	return list
+}
+
+func (c *Controller) processNext() bool {
+	k, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(k)
+	c.sync(k)
+	c.queue.Forget(k)
+	return true
+}
+
+// HasSynced reports whether every informer has synced and the first answers are built.
+func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// Lookup returns the answers of the service "<name>.<namespace>", or nil.
+func (c *Controller) Lookup(nameDotNamespace string) *Service { return c.idx.get(nameDotNamespace) }
+
+// HasNamespace reports whether any service of the namespace has answers.
+func (c *Controller) HasNamespace(ns string) bool { return c.idx.hasNamespace(ns) }
+
+// Serial is the SOA serial: it moves forward whenever an answer changes.
+func (c *Controller) Serial() uint32 { return c.serial.Load() }
+
+// Each calls f for every service with answers until f returns false.
+func (c *Controller) Each(f func(*Service) bool) { c.idx.each(f) }
+
+// sync rebuilds the answers of one service from the informers' stores.
+func (c *Controller) sync(k string) {
+	prev := c.idx.get(k)
+	var im *Import
+	if ns, _ := splitKey(k); len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, ns) {
+		im = c.choose(k, prev)
+	}
+	var next *Service
+	if im != nil && im.HasData {
+		var slices_ []*Slice
+		if im.Headless {
+			objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
+			for _, o := range objs {
+				slices_ = append(slices_, o.(*Slice))
+			}
+		}
+		if n, ok := normalize(im, slices_); ok {
+			if prev != nil && prev.im.Version == im.Version && prev.in.equal(n) {
+				if prev.im != im {
+					next = &Service{}
+					*next = *prev
+					next.im = im
+					c.idx.put(k, next) // same answers, newer view: no serial change
+				}
+				return
+			}
+			next = build(im, n, c.cfg.Zones, c.cfg.TTL)
+		}
+	}
+	if prev == nil && next == nil {
+		return
+	}
+	c.idx.put(k, next)
+	c.bumpSerial()
+	c.account(prev, -1)
+	c.account(next, +1)
+	if c.synced.Load() {
+		c.publishStats()
+	}
+}
+
+// choose picks the view of a ServiceImport to answer from. With conversion
+// strategy None each object has data in at most one view, and the two views
+// see a write at different moments; while they disagree the answer in use is
+// kept, so a lookup never fails in between.
+func (c *Controller) choose(k string, prev *Service) *Import {
+	var present []*Import
+	var withData []*Import
+	for _, v := range c.views {
+		ns, name := splitKey(k)
+		obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name)
+		if !ok {
+			continue
+		}
+		im := obj.(*Import)
+		present = append(present, im)
+		if im.HasData {
+			withData = append(withData, im)
+		}
+	}
+	switch {
+	case len(withData) == 1:
+		return withData[0]
+	case len(withData) == 2:
+		if newer(withData[1].ResourceVersion, withData[0].ResourceVersion) {
+			return withData[1]
+		}
+		return withData[0]
+	case len(present) == 0:
+		return nil
+	}
+	// Present but without data in any view.
+	agreed := len(present) == len(c.views) &&
+		(len(present) == 1 || present[0].ResourceVersion == present[1].ResourceVersion)
+	if !agreed {
+		if prev != nil {
+			return prev.im // one view has not caught up yet: keep answering
+		}
+		return nil
+	}
+	if len(c.views) > 1 || prev != nil {
+		// Every view agrees there is nothing: the API server dropped the fields.
+		c.report("ServiceImport", present[0].Namespace, present[0].Name, []string{ReasonDataLost})
+	}
+	return nil
+}
+
+func splitKey(k string) (namespace, name string) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == '.' {
+			return k[i+1:], k[:i]
+		}
+	}
+	return "", k
+}
+
+// newer compares resource versions. They are opaque to clients, but the two
+// views of one object share them, and etcd's are increasing integers.
+func newer(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return x > y
+}
+
+func (c *Controller) bumpSerial() {
+	for {
+		old := c.serial.Load()
+		next := max(old+1, uint32(time.Now().Unix()))
+		if c.serial.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+func (c *Controller) account(s *Service, d int) {
+	if s == nil {
+		return
+	}
+	c.statsMu.Lock()
+	c.imports[s.Version] += d
+	c.endpoints += d * s.Endpoints
+	c.statsMu.Unlock()
+}
+
+func (c *Controller) publishStats() {
+	if c.cfg.OnStats == nil {
+		return
+	}
+	c.statsMu.Lock()
+	st := Stats{Imports: map[string]int{V1alpha2: c.imports[V1alpha2], V1alpha1: c.imports[V1alpha1]}, Endpoints: c.endpoints}
+	c.statsMu.Unlock()
+	c.cfg.OnStats(st)
+}

@@ -1,0 +1,78 @@
+// Package cache watches ServiceImports and multi-cluster EndpointSlices and
+// keeps, for every imported service, an immutable set of precomputed DNS
+// answers. It knows client-go and the API types; it does not know CoreDNS.
+package cache
+
+import (
+	"net/netip"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Labels that tie an EndpointSlice to an imported service (KEP-1645).
+const (
+	LabelServiceName   = "multicluster.kubernetes.io/service-name"
+	LabelSourceCluster = "multicluster.kubernetes.io/source-cluster"
+)
+
+// Versions of ServiceImport the cache reads.
+const (
+	V1alpha2 = "v1alpha2"
+	V1alpha1 = "v1alpha1"
+)
+
+// Import is the slim record kept for one view (one API version) of a
+// ServiceImport. A view that the API server pruned to nothing has HasData false.
+type Import struct {
+	metav1.ObjectMeta // name, namespace and resourceVersion only
+	Version           string
+	HasData           bool
+	Headless          bool
+	IPs               []netip.Addr // at most one per family, in the object's order
+	Ports             []Port       // named, valid, without duplicates
+	Problems          []string     // what was dropped from the object, for logs and metrics
+}
+
+// Port is one named port of a service.
+type Port struct {
+	Name  string // a DNS label
+	Proto string // "tcp", "udp" or "sctp"
+	Port  uint16
+}
+
+// Slice is the slim record of one multi-cluster EndpointSlice.
+type Slice struct {
+	metav1.ObjectMeta // name and namespace only
+	Service           string
+	Cluster           string     // lower-case RFC 1123 subdomain; empty when unusable
+	Endpoints         []Endpoint // ready endpoints only
+	Problems          []string
+}
+
+// Endpoint is one ready endpoint: its DNS label (hostname, or the IP with
+// separators turned into '-') and its addresses.
+type Endpoint struct {
+	Host  string
+	Addrs []netip.Addr
+}
+
+// key returns the index key of a service: "<name>.<namespace>", the exact
+// substring of a query name, so lookups need no allocation.
+func key(namespace, name string) string { return name + "." + namespace }
+
+// The slim records live in informer stores, which key them by their metadata.
+// They are never modified once made, so a deep copy is the record itself.
+
+// GetObjectKind implements runtime.Object.
+func (*Import) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (im *Import) DeepCopyObject() runtime.Object { return im }
+
+// GetObjectKind implements runtime.Object.
+func (*Slice) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (s *Slice) DeepCopyObject() runtime.Object { return s }

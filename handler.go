@@ -1,0 +1,204 @@
+package multicluster
+
+import (
+	"context"
+	"net"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
+)
+
+// result is the outcome of a lookup, mapped to a reply in one place.
+type result int
+
+const (
+	success result = iota
+	nameError
+	noData
+	serverFailure
+)
+
+// ServeDNS implements plugin.Handler.
+func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	qname := state.Name()
+	zi := -1
+	for i, z := range m.Zones {
+		if dns.IsSubDomain(z, qname) && (zi < 0 || len(z) > len(m.Zones[zi])) {
+			zi = i
+		}
+	}
+	if zi < 0 {
+		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	}
+	zone := m.Zones[zi]
+
+	var answer, extra []dns.RR
+	res := serverFailure
+	if m.backend != nil && m.backend.HasSynced() {
+		answer, extra, res = m.lookup(state, qname, zone, zi)
+	}
+	if res == nameError && m.Fall.Through(qname) {
+		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	}
+	responses.WithLabelValues(metrics.WithServer(ctx), resultLabel[res]).Inc()
+
+	msg := new(dns.Msg)
+	msg.SetReply(r)
+	msg.Authoritative = true
+	switch res {
+	case success:
+		msg.Answer = copyRecords(answer, state.QName())
+		msg.Extra = copyRecords(extra, "")
+	case nameError:
+		msg.Rcode = dns.RcodeNameError
+		msg.Ns = []dns.RR{m.soa(zone)}
+	case noData:
+		msg.Ns = []dns.RR{m.soa(zone)}
+	case serverFailure:
+		msg.Rcode = dns.RcodeServerFailure
+	}
+	w.WriteMsg(msg)
+	return dns.RcodeSuccess, nil
+}
+
+var resultLabel = map[result]string{success: "success", nameError: "NXDOMAIN", noData: "NODATA", serverFailure: "SERVFAIL"}
+
+// lookup finds the records of a name; it reads only the backend's snapshot.
+func (m *Multicluster) lookup(state request.Request, qname, zone string, zi int) (answer, extra []dns.RR, res result) {
+	qtype := state.QType()
+	p := parseName(qname, zone)
+	switch p.kind {
+	case kindNone:
+		return nil, nil, nameError
+	case kindApex:
+		switch qtype {
+		case dns.TypeSOA:
+			return []dns.RR{m.soa(zone)}, nil, success
+		case dns.TypeNS:
+			ns := m.ns(zone)
+			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
+		}
+		return nil, nil, noData
+	case kindDNSVersion:
+		if qtype == dns.TypeTXT {
+			return []dns.RR{&dns.TXT{Hdr: m.hdr(qname, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}, nil, success
+		}
+		return nil, nil, noData
+	case kindNSHost:
+		return pick(m.nsAddress(state, qname, qtype), nil)
+	case kindStatic:
+		return nil, nil, noData
+	case kindNamespace:
+		if m.backend.HasNamespace(p.namespace) {
+			return nil, nil, noData
+		}
+		return nil, nil, nameError
+	}
+	svc := m.backend.Lookup(p.service)
+	if svc == nil || zi >= len(svc.Zones) {
+		return nil, nil, nameError
+	}
+	z := &svc.Zones[zi]
+	if p.kind == kindService {
+		return answersFor(&z.Service, qtype)
+	}
+	if a := z.Sub[p.sub]; a != nil {
+		return answersFor(a, qtype)
+	}
+	if _, ok := z.ENT[p.sub]; ok {
+		return nil, nil, noData
+	}
+	return nil, nil, nameError
+}
+
+func answersFor(a *cache.Answers, qtype uint16) ([]dns.RR, []dns.RR, result) {
+	switch qtype {
+	case dns.TypeA:
+		return pick(a.A, nil)
+	case dns.TypeAAAA:
+		return pick(a.AAAA, nil)
+	case dns.TypeSRV:
+		return pick(a.SRV, a.Extra)
+	}
+	return nil, nil, noData
+}
+
+func pick(answer, extra []dns.RR) ([]dns.RR, []dns.RR, result) {
+	if len(answer) == 0 {
+		return nil, nil, noData
+	}
+	return answer, extra, success
+}
+
+func (m *Multicluster) hdr(name string, t uint16) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: m.TTL}
+}
+
+// soa is the zone's SOA, shaped as CoreDNS's kubernetes plugin shapes its own.
+func (m *Multicluster) soa(zone string) dns.RR {
+	h := m.hdr(zone, dns.TypeSOA)
+	h.Ttl = min(m.TTL, 300)
+	return &dns.SOA{Hdr: h, Ns: "ns.dns." + zone, Mbox: "hostmaster." + zone,
+		Serial: m.backend.Serial(), Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: m.TTL}
+}
+
+func (m *Multicluster) ns(zone string) *dns.NS {
+	return &dns.NS{Hdr: m.hdr(zone, dns.TypeNS), Ns: "ns.dns." + zone}
+}
+
+// nsAddress answers for ns.dns.<zone> with the address the query came in on,
+// as the kubernetes plugin does when it finds no service of its own. A qtype
+// of 0 gives the record of either family.
+func (m *Multicluster) nsAddress(state request.Request, name string, qtype uint16) []dns.RR {
+	ip := net.ParseIP(state.LocalIP())
+	if ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	if v4 := ip.To4(); v4 != nil {
+		if qtype == dns.TypeA || qtype == 0 {
+			return []dns.RR{&dns.A{Hdr: m.hdr(name, dns.TypeA), A: v4}}
+		}
+		return nil
+	}
+	if qtype == dns.TypeAAAA || qtype == 0 {
+		return []dns.RR{&dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: ip}}
+	}
+	return nil
+}
+
+// copyRecords copies the shared records of the snapshot into a reply, so
+// plugins that edit replies in place (rewrite, cache) cannot change them. With
+// an owner, the copies take the query name as it was asked.
+func copyRecords(rs []dns.RR, owner string) []dns.RR {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]dns.RR, len(rs))
+	for i, rr := range rs {
+		var c dns.RR
+		switch v := rr.(type) {
+		case *dns.A:
+			x := *v
+			c = &x
+		case *dns.AAAA:
+			x := *v
+			c = &x
+		case *dns.SRV:
+			x := *v
+			c = &x
+		default:
+			c = dns.Copy(rr)
+		}
+		if owner != "" {
+			c.Header().Name = owner
+		}
+		out[i] = c
+	}
+	return out
+}

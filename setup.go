@@ -1,0 +1,173 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustersetdns/multicluster/cache"
+)
+
+func init() { plugin.Register(pluginName, setup) }
+
+func setup(c *caddy.Controller) error {
+	m, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	c.OnStartup(m.start)
+	c.OnShutdown(m.shutdown)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		m.Next = next
+		return m
+	})
+	return nil
+}
+
+// parse reads one multicluster block. Every error names the Corefile line.
+func parse(c *caddy.Controller) (*Multicluster, error) {
+	m := &Multicluster{TTL: defaultTTL, startupTimeout: defaultStartupTimeout}
+	seen := false
+	for c.Next() {
+		if seen {
+			return nil, plugin.ErrOnce
+		}
+		seen = true
+		m.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		for c.NextBlock() {
+			if err := m.option(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Multicluster) option(c *caddy.Controller) error {
+	switch opt := c.Val(); opt {
+	case "kubeconfig":
+		args := c.RemainingArgs()
+		if len(args) != 1 && len(args) != 2 {
+			return c.ArgErr()
+		}
+		m.kubeconfig = args[0]
+		if len(args) == 2 {
+			m.kubecontext = args[1]
+		}
+	case "ttl":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		ttl, err := strconv.Atoi(args[0])
+		if err != nil || ttl < 0 || ttl > 3600 {
+			return c.Errf("ttl must be a whole number of seconds from 0 to 3600, not %q", args[0])
+		}
+		m.TTL = uint32(ttl)
+	case "fallthrough":
+		m.Fall.SetZonesFromArgs(c.RemainingArgs())
+	case "fallback":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		if args[0] != cache.V1alpha1 {
+			return c.Errf("fallback takes %q, the only version there is to fall back to, not %q", cache.V1alpha1, args[0])
+		}
+		m.fallback = true
+	case "namespaces":
+		args := c.RemainingArgs()
+		if len(args) == 0 {
+			return c.ArgErr()
+		}
+		for _, ns := range args {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				return c.Errf("namespace %q is not a valid namespace name", ns)
+			}
+		}
+		m.namespaces = append(m.namespaces, args...)
+	case "startup_timeout":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 0 {
+			return c.Errf("startup_timeout must be a duration such as 5s, not %q", args[0])
+		}
+		m.startupTimeout = d
+	default:
+		return c.Errf("unknown option %q", opt)
+	}
+	return nil
+}
+
+// restConfig is the configured kubeconfig, or the in-cluster configuration.
+func (m *Multicluster) restConfig() (*rest.Config, error) {
+	if m.kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: m.kubecontext}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
+
+// start begins watching and waits, at most startup_timeout, for the first
+// sync. Until then queries for our zones get SERVFAIL; the server starts anyway.
+func (m *Multicluster) start() error {
+	cfg, err := m.restConfig()
+	if err != nil {
+		return plugin.Error(pluginName, fmt.Errorf("kubernetes client configuration: %w", err))
+	}
+	cfg.UserAgent = "coredns-multicluster"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	protoCfg := rest.CopyConfig(cfg)
+	protoCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	kube, err := kubernetes.NewForConfig(protoCfg)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	ctrl := cache.New(dyn, kube, cache.Config{
+		Zones: m.Zones, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces,
+		Log: log, OnSkip: recordSkip, OnStats: recordStats,
+	})
+	m.backend = ctrl
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop, m.done = cancel, make(chan struct{})
+	go func() { defer close(m.done); ctrl.Run(ctx) }()
+
+	deadline := time.After(m.startupTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !ctrl.HasSynced() {
+		select {
+		case <-deadline:
+			log.Warningf("not synced with the API server after %s; answering SERVFAIL for %v until synced", m.startupTimeout, m.Zones)
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+func (m *Multicluster) shutdown() error {
+	if m.stop != nil {
+		m.stop()
+		<-m.done
+	}
+	return nil
+}
