@@ -89,7 +89,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	}
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -98,7 +98,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}, &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
+	}, kube), &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
 		s := obj.(*Slice)
 		if s.Service == "" {
 			return nil, nil
@@ -125,14 +125,14 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(dyn dynamic.Interface, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	}, dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	convert := importFromV1alpha2
 	if version == V1alpha1 {
 		convert = importFromV1alpha1
@@ -291,48 +291,40 @@ func (c *Controller) sync(k string) {
 
 // choose picks the view of a ServiceImport to answer from. With conversion
 // strategy None each object has data in at most one view, and the two views
-// see a write at different moments; while they disagree the answer in use is
-// kept, so a lookup never fails in between.
+// see a write at different moments. While they disagree on the object's
+// resourceVersion, the answer never moves to an older view and is kept when no
+// view has data, so a lookup never fails or flaps in between; once they agree,
+// the views decide alone.
 func (c *Controller) choose(k string, prev *Service) *Import {
+	ns, name := splitKey(k)
 	var present []*Import
-	var withData []*Import
+	var best *Import // the newest view with data
 	for _, v := range c.views {
-		ns, name := splitKey(k)
 		obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name)
 		if !ok {
 			continue
 		}
 		im := obj.(*Import)
 		present = append(present, im)
-		if im.HasData {
-			withData = append(withData, im)
+		if im.HasData && (best == nil || newer(im.ResourceVersion, best.ResourceVersion)) {
+			best = im
 		}
 	}
-	switch {
-	case len(withData) == 1:
-		return withData[0]
-	case len(withData) == 2:
-		if newer(withData[1].ResourceVersion, withData[0].ResourceVersion) {
-			return withData[1]
+	agreed := len(present) == len(c.views) || len(present) == 0 // absent from all: deleted
+	for _, im := range present {
+		agreed = agreed && im.ResourceVersion == present[0].ResourceVersion
+	}
+	if agreed {
+		if best == nil && len(present) > 0 && (c.cfg.Fallback || prev != nil) {
+			// Every view reads empty: the API server dropped the fields.
+			c.report("ServiceImport", ns, name, []string{ReasonDataLost})
 		}
-		return withData[0]
-	case len(present) == 0:
-		return nil
+		return best
 	}
-	// Present but without data in any view.
-	agreed := len(present) == len(c.views) &&
-		(len(present) == 1 || present[0].ResourceVersion == present[1].ResourceVersion)
-	if !agreed {
-		if prev != nil {
-			return prev.im // one view has not caught up yet: keep answering
-		}
-		return nil
+	if prev != nil && (best == nil || newer(prev.im.ResourceVersion, best.ResourceVersion)) {
+		return prev.im // a view has not caught up yet: keep answering
 	}
-	if len(c.views) > 1 || prev != nil {
-		// Every view agrees there is nothing: the API server dropped the fields.
-		c.report("ServiceImport", present[0].Namespace, present[0].Name, []string{ReasonDataLost})
-	}
-	return nil
+	return best
 }
 
 func splitKey(k string) (namespace, name string) {

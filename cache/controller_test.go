@@ -1,0 +1,311 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/miekg/dns"
+)
+
+var (
+	gvr2 = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha2, Resource: "serviceimports"}
+	gvr1 = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha1, Resource: "serviceimports"}
+)
+
+type env struct {
+	t    *testing.T
+	dyn  *dynamicfake.FakeDynamicClient
+	kube *kubefake.Clientset
+	c    *Controller
+	mu   sync.Mutex
+	skip map[string]int
+}
+
+func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
+	t.Helper()
+	var dynObjs, kubeObjs []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			dynObjs = append(dynObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	e := &env{t: t, skip: map[string]int{}}
+	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvr1: "ServiceImportList"}, dynObjs...)
+	e.kube = kubefake.NewClientset(kubeObjs...)
+	e.c = New(e.dyn, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
+		OnSkip: func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.eventually("synced", func() error {
+		if !e.c.HasSynced() {
+			return fmt.Errorf("not synced")
+		}
+		return nil
+	})
+	return e
+}
+
+func (e *env) eventually(what string, f func() error) {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) wantAddrs(k string, want ...string) {
+	e.t.Helper()
+	e.eventually(k, func() error {
+		s := e.c.Lookup(k)
+		var got []string
+		if s != nil {
+			for _, rr := range append(append([]dns.RR(nil), s.Zones[0].Service.A...), s.Zones[0].Service.AAAA...) {
+				got = append(got, rrAddr(rr))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("addresses %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+func v2(ns, name, rv string, typ string, ips ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha2", "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": rv},
+		"spec":     map[string]any{},
+	}}
+	if typ != "" {
+		u.Object["type"] = typ
+		u.Object["ports"] = []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}
+		if len(ips) > 0 {
+			u.Object["ips"] = toAnyStrings(ips)
+		}
+	}
+	return u
+}
+
+func v1(ns, name, rv string, typ string, ips ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": rv},
+	}}
+	if typ != "" {
+		spec := map[string]any{"type": typ, "ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}}
+		if len(ips) > 0 {
+			spec["ips"] = toAnyStrings(ips)
+		}
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+func toAnyStrings(s []string) []any {
+	out := make([]any, len(s))
+	for i := range s {
+		out[i] = s[i]
+	}
+	return out
+}
+
+func mcSlice(ns, name, svc, cluster string, ips ...string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{LabelServiceName: svc, LabelSourceCluster: cluster}}, AddressType: discoveryv1.AddressTypeIPv4}
+	for _, ip := range ips {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	return es
+}
+
+func (e *env) apply(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	e.t.Helper()
+	res := e.dyn.Resource(gvr).Namespace(u.GetNamespace())
+	if _, err := res.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		if _, err := res.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) remove(gvr schema.GroupVersionResource, ns, name string) {
+	e.t.Helper()
+	if err := e.dyn.Resource(gvr).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestControllerFollowsObjects(t *testing.T) {
+	e := start(t, false, v2("demo", "web", "1", "ClusterSetIP", "10.0.0.1"),
+		v2("demo", "db", "1", "Headless"), mcSlice("demo", "db-a", "db", "west", "10.1.0.1"))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.wantAddrs("db.demo", "10.1.0.1")
+	if !e.c.HasNamespace("demo") || e.c.HasNamespace("other") {
+		t.Error("namespace index")
+	}
+	serial := e.c.Serial()
+
+	// Update and create a ServiceImport, then an EndpointSlice.
+	e.apply(gvr2, v2("demo", "web", "2", "ClusterSetIP", "10.0.0.2", "fd00::2"))
+	e.wantAddrs("web.demo", "10.0.0.2", "fd00::2")
+	if e.c.Serial() <= serial {
+		t.Error("serial did not move on change")
+	}
+	e.apply(gvr2, v2("other", "api", "3", "ClusterSetIP", "10.0.0.3"))
+	e.wantAddrs("api.other", "10.0.0.3")
+
+	ctx := context.Background()
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("demo").Create(ctx, mcSlice("demo", "db-b", "db", "east.prod", "10.2.0.1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.1")
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("demo").Update(ctx, mcSlice("demo", "db-b", "db", "east.prod", "10.2.0.9"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.9")
+	if err := e.kube.DiscoveryV1().EndpointSlices("demo").Delete(ctx, "db-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo", "10.2.0.9")
+	if err := e.kube.DiscoveryV1().EndpointSlices("demo").Delete(ctx, "db-b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo") // no ready endpoint left: no name
+
+	e.remove(gvr2, "demo", "web")
+	e.wantAddrs("web.demo")
+	e.remove(gvr2, "other", "api")
+	e.eventually("namespace gone", func() error {
+		if e.c.HasNamespace("other") {
+			return fmt.Errorf("namespace other still indexed")
+		}
+		return nil
+	})
+}
+
+func TestControllerSameAnswersKeepSerial(t *testing.T) {
+	e := start(t, false, v2("demo", "web", "1", "ClusterSetIP", "10.0.0.1"))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	serial := e.c.Serial()
+	u := v2("demo", "web", "2", "ClusterSetIP", "10.0.0.1")
+	u.SetLabels(map[string]string{"unrelated": "change"})
+	e.apply(gvr2, u)
+	e.eventually("new view taken", func() error {
+		if rv := e.c.Lookup("web.demo").im.ResourceVersion; rv != "2" {
+			return fmt.Errorf("view at %s", rv)
+		}
+		return nil
+	})
+	if e.c.Serial() != serial {
+		t.Errorf("serial moved from %d to %d without an answer changing", serial, e.c.Serial())
+	}
+}
+
+func TestControllerWithoutFallbackIgnoresV1alpha1(t *testing.T) {
+	e := start(t, false, v1("demo", "old", "1", "ClusterSetIP", "10.0.0.1"), v2("demo", "old", "1", ""))
+	e.wantAddrs("old.demo")
+}
+
+// The two views of one object under conversion None: data in at most one,
+// each view catching up at its own moment.
+func TestControllerFallbackMerge(t *testing.T) {
+	e := start(t, true,
+		v1("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), v2("demo", "web", "5", ""),
+		v2("demo", "api", "7", "ClusterSetIP", "10.0.0.7"), v1("demo", "api", "7", ""))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.wantAddrs("api.demo", "10.0.0.7")
+	if v := e.c.Lookup("web.demo").Version; v != V1alpha1 {
+		t.Errorf("web answered from %s", v)
+	}
+
+	// The object is rewritten in v1alpha2 shape (rv 6). The v1alpha1 view
+	// catches up first and reads empty: the answer must stay.
+	e.apply(gvr1, v1("demo", "web", "6", ""))
+	time.Sleep(50 * time.Millisecond)
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.apply(gvr2, v2("demo", "web", "6", "ClusterSetIP", "10.0.0.2"))
+	e.wantAddrs("web.demo", "10.0.0.2")
+	if v := e.c.Lookup("web.demo").Version; v != V1alpha2 {
+		t.Errorf("web answered from %s", v)
+	}
+
+	// Both views with data: the newer one wins (the other is stale).
+	e.apply(gvr1, v1("demo", "api", "6", "ClusterSetIP", "10.0.0.6"))
+	time.Sleep(50 * time.Millisecond)
+	e.wantAddrs("api.demo", "10.0.0.7")
+
+	// Written through the non-storage version: no view has data at the same
+	// version. Treated as absent, counted.
+	// The v1alpha2 view reads empty first; the older v1alpha1 data must not
+	// come back in the meantime.
+	e.apply(gvr2, v2("demo", "api", "9", ""))
+	time.Sleep(50 * time.Millisecond)
+	e.wantAddrs("api.demo", "10.0.0.7")
+	e.apply(gvr1, v1("demo", "api", "9", ""))
+	e.wantAddrs("api.demo")
+	e.mu.Lock()
+	lost := e.skip[ReasonDataLost]
+	e.mu.Unlock()
+	if lost == 0 {
+		t.Error("data loss not reported")
+	}
+
+	// A delete seen by one view first: keep answering until both agree.
+	e.remove(gvr2, "demo", "web")
+	time.Sleep(50 * time.Millisecond)
+	e.wantAddrs("web.demo", "10.0.0.2")
+	e.remove(gvr1, "demo", "web")
+	e.wantAddrs("web.demo")
+}
+
+func TestControllerNamespacesFilter(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"},
+		v2("a", "web", "1", "ClusterSetIP", "10.0.0.1"), v2("b", "web", "1", "ClusterSetIP", "10.0.0.2"))
+	c := New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(5 * time.Second); !c.HasSynced(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not synced")
+		}
+	}
+	if c.Lookup("web.a") == nil || c.Lookup("web.b") != nil {
+		t.Errorf("namespaces filter: a=%v b=%v", c.Lookup("web.a") != nil, c.Lookup("web.b") != nil)
+	}
+}
+
+func rrAddr(rr dns.RR) string {
+	switch v := rr.(type) {
+	case *dns.A:
+		return v.A.String()
+	case *dns.AAAA:
+		return v.AAAA.String()
+	}
+	return rr.String()
+}

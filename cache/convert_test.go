@@ -1,0 +1,116 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func withFields(u *unstructured.Unstructured, fields map[string]any) *unstructured.Unstructured {
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	return u
+}
+
+func ports(ps ...map[string]any) []any {
+	out := []any{}
+	for _, p := range ps {
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestImportProblems(t *testing.T) {
+	http := map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}
+	for _, tc := range []struct {
+		name     string
+		fields   map[string]any
+		hasData  bool
+		ips      string
+		ports    string
+		problems []string
+	}{
+		{"good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.0.0.1", "fd00::1"}, "ports": ports(http)},
+			true, "[10.0.0.1 fd00::1]", "[{http tcp 80}]", nil},
+		{"pruned view", map[string]any{}, false, "[]", "[]", nil},
+		{"unknown type", map[string]any{"type": "ExternalName"}, false, "[]", "[]", []string{ReasonBadType}},
+		{"not an IP", map[string]any{"type": "ClusterSetIP", "ips": []any{"ten", "10.0.0.1"}},
+			true, "[10.0.0.1]", "[]", []string{ReasonBadIP}},
+		{"zoned IP", map[string]any{"type": "ClusterSetIP", "ips": []any{"fe80::1%eth0"}},
+			true, "[]", "[]", []string{ReasonBadIP, ReasonNoIPs}},
+		{"two of a family", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.0.0.1", "10.0.0.2"}},
+			true, "[10.0.0.1]", "[]", []string{ReasonExtraIP}},
+		{"no IPs", map[string]any{"type": "ClusterSetIP"}, true, "[]", "[]", []string{ReasonNoIPs}},
+		{"headless with IPs", map[string]any{"type": "Headless", "ips": []any{"10.0.0.1"}},
+			true, "[]", "[]", []string{ReasonHeadlessIPs}},
+		{"port names", map[string]any{"type": "Headless", "ports": ports(
+			map[string]any{"port": int64(81)}, // unnamed: kept out of SRV quietly
+			map[string]any{"name": "Bad_Name", "port": int64(82)},
+			map[string]any{"name": "udp", "protocol": "UDP", "port": int64(53)},
+			map[string]any{"name": "x", "protocol": "ICMP", "port": int64(1)},
+			map[string]any{"name": "zero", "port": int64(0)},
+			map[string]any{"name": "big", "port": int64(70000)},
+			http, map[string]any{"name": "http", "protocol": "TCP", "port": int64(8080)},
+		)}, true, "[]", "[{udp udp 53} {http tcp 80}]",
+			[]string{ReasonBadPortName, ReasonBadPort, ReasonBadPort, ReasonBadPort, ReasonDuplicatePort}},
+		{"wrong shapes", map[string]any{"type": "ClusterSetIP", "ips": "10.0.0.1"}, false, "[]", "[]", []string{ReasonDecode}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), tc.fields))
+			if im.HasData != tc.hasData || fmt.Sprint(im.IPs) != tc.ips || fmt.Sprint(im.Ports) != tc.ports || !slices.Equal(im.Problems, tc.problems) {
+				t.Errorf("got data=%v ips=%v ports=%v problems=%v", im.HasData, im.IPs, im.Ports, im.Problems)
+			}
+		})
+	}
+}
+
+func TestV1alpha1Import(t *testing.T) {
+	im := importFromV1alpha1(v1("ns", "svc", "1", "ClusterSetIP", "10.0.0.1"))
+	if !im.HasData || im.Version != V1alpha1 || fmt.Sprint(im.IPs) != "[10.0.0.1]" || fmt.Sprint(im.Ports) != "[{http tcp 80}]" {
+		t.Errorf("got %+v", im)
+	}
+	if im := importFromV1alpha1(v2("ns", "svc", "1", "ClusterSetIP", "10.0.0.1")); im.HasData {
+		t.Error("a v1alpha2-shaped object read as v1alpha1 has data")
+	}
+}
+
+func TestSliceProblems(t *testing.T) {
+	ready := false
+	bad := "Not_A_Label"
+	for _, tc := range []struct {
+		name     string
+		mutate   func(*discoveryv1.EndpointSlice)
+		cluster  string
+		eps      string
+		problems []string
+	}{
+		{"good", func(*discoveryv1.EndpointSlice) {}, "west", "[{10-0-0-1 [10.0.0.1]}]", nil},
+		{"no cluster label", func(es *discoveryv1.EndpointSlice) { delete(es.Labels, LabelSourceCluster) }, "", "[]", []string{ReasonNoCluster}},
+		{"cluster not a DNS name", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelSourceCluster] = "West_1" }, "", "[]", []string{ReasonBadCluster}},
+		{"cluster with dots", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelSourceCluster] = "a.b.c" }, "a.b.c", "[{10-0-0-1 [10.0.0.1]}]", nil},
+		{"bad service name", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelServiceName] = "a.b" }, "", "[]", []string{ReasonBadServiceName}},
+		{"FQDN", func(es *discoveryv1.EndpointSlice) { es.AddressType = discoveryv1.AddressTypeFQDN }, "", "[]", []string{ReasonAddressType}},
+		{"wrong family", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Addresses = []string{"fd00::1"} }, "west", "[]", []string{ReasonBadAddress}},
+		{"garbage address", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Addresses = []string{"x"} }, "west", "[]", []string{ReasonBadAddress}},
+		{"not ready", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Conditions.Ready = &ready }, "west", "[]", nil},
+		{"bad hostname falls back to IP", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Hostname = &bad }, "west", "[{10-0-0-1 [10.0.0.1]}]", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := mcSlice("ns", "s", "svc", "west", "10.0.0.1")
+			tc.mutate(es)
+			s := sliceFrom(es)
+			if s.Cluster != tc.cluster || fmt.Sprint(s.Endpoints) != tc.eps || !slices.Equal(s.Problems, tc.problems) {
+				t.Errorf("got cluster=%q eps=%v problems=%v", s.Cluster, s.Endpoints, s.Problems)
+			}
+		})
+	}
+	v6 := mcSlice("ns", "s", "svc", "west", "fd00::1:2")
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+	if got := fmt.Sprint(sliceFrom(v6).Endpoints); got != "[{fd00--1-2 [fd00::1:2]}]" {
+		t.Errorf("IPv6 endpoint name: %s", got)
+	}
+}
