@@ -9,6 +9,7 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,10 +52,21 @@ type Controller struct {
 	cfg    Config
 	idx    *index
 	queue  workqueue.TypedRateLimitingInterface[string]
-	views  []*view // v1alpha2 first, then v1alpha1 with Fallback
 	slices toolscache.SharedIndexInformer
 	synced atomic.Bool
 	serial atomic.Uint32
+
+	// The ServiceImport versions to watch, v1alpha2 first, and their views.
+	// A view answers once its informer has synced; versions the API server
+	// does not serve have no view. served asks discovery.
+	dyn      dynamic.Interface
+	wanted   []string
+	served   func(ctx context.Context, version string) (bool, error)
+	viewsMu  sync.RWMutex
+	views    []*view          // synced, in wanted order
+	starting map[string]*view // started, not synced yet
+	discoErr bool             // the last discovery failed (logged once)
+	every    time.Duration    // discovery interval
 
 	statsMu   sync.Mutex
 	imports   map[string]int
@@ -65,7 +77,12 @@ type Controller struct {
 type view struct {
 	version  string
 	informer toolscache.SharedIndexInformer
+	stop     context.CancelFunc
+	done     chan struct{}
 }
+
+// discoveryInterval is how often the controller asks which versions are served.
+const discoveryInterval = 2 * time.Second
 
 const serviceImportGroup = "multicluster.x-k8s.io"
 
@@ -74,18 +91,34 @@ const sliceByService = "service"
 // New makes a controller over the given clients; Run starts it.
 func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controller {
 	c := &Controller{
-		cfg:     cfg,
-		idx:     newIndex(),
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		imports: map[string]int{},
+		cfg:      cfg,
+		idx:      newIndex(),
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		imports:  map[string]int{},
+		dyn:      dyn,
+		wanted:   []string{V1alpha2},
+		starting: map[string]*view{},
+		every:    discoveryInterval,
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
-	versions := []string{V1alpha2}
 	if cfg.Fallback {
-		versions = append(versions, V1alpha1)
+		c.wanted = append(c.wanted, V1alpha1)
 	}
-	for _, v := range versions {
-		c.views = append(c.views, c.newView(dyn, v))
+	disco := kube.Discovery()
+	c.served = func(ctx context.Context, version string) (bool, error) {
+		list, err := disco.ServerResourcesForGroupVersion(serviceImportGroup + "/" + version)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, r := range list.APIResources {
+			if r.Name == "serviceimports" {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
@@ -122,9 +155,9 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	return c
 }
 
-func (c *Controller) newView(dyn dynamic.Interface, version string) *view {
+func (c *Controller) newView(version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
-	res := dyn.Resource(gvr)
+	res := c.dyn.Resource(gvr)
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -132,7 +165,7 @@ func (c *Controller) newView(dyn dynamic.Interface, version string) *view {
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}, dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	}, c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	convert := importFromV1alpha2
 	if version == V1alpha1 {
 		convert = importFromV1alpha1
@@ -185,41 +218,164 @@ func (c *Controller) enqueueSlice(obj any) {
 }
 
 // Run starts the informers and keeps the answers current until ctx ends.
+// It follows the ServiceImport versions the API server serves: a version that
+// appears gets a view once its informer has synced, one that goes away loses
+// its view, and every service is then rebuilt from the views left.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	var wg sync.WaitGroup
-	synced := []toolscache.InformerSynced{c.slices.HasSynced}
-	for _, v := range c.views {
-		synced = append(synced, v.informer.HasSynced)
-	}
-	for _, inf := range c.informers() {
-		wg.Add(1)
-		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
-	}
-	defer wg.Wait()
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		return
-	}
-	// Build everything once before answering, so the first answers are whole.
-	for c.queue.Len() > 0 {
-		c.processNext()
-	}
-	c.synced.Store(true)
-	c.publishStats()
-	if c.cfg.Log != nil {
-		c.cfg.Log.Infof("synced: %d services", c.idx.count())
-	}
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for c.processNext() {
+	slicesDone := make(chan struct{})
+	go func() { defer close(slicesDone); c.slices.RunWithContext(ctx) }()
+	workerDone := make(chan struct{})
+	defer func() {
+		c.queue.ShutDown()
+		if c.synced.Load() {
+			<-workerDone
+		}
+		<-slicesDone
+		c.viewsMu.Lock()
+		for _, v := range append(c.views, mapValues(c.starting)...) {
+			v.stop()
+			<-v.done
+		}
+		c.views, c.starting = nil, map[string]*view{}
+		c.viewsMu.Unlock()
+	}()
+	for {
+		complete := c.reconcile(ctx)
+		if !c.synced.Load() && complete && c.slices.HasSynced() {
+			// Build everything once before answering, so the first answers are whole.
+			for c.queue.Len() > 0 {
+				c.processNext()
+			}
+			c.synced.Store(true)
+			c.publishStats()
+			if c.cfg.Log != nil {
+				c.cfg.Log.Infof("synced: %d services from ServiceImport %v", c.idx.count(), c.activeVersions())
+			}
+			go func() {
+				defer close(workerDone)
+				for c.processNext() {
+				}
+			}()
+		}
+		wait := c.every
+		if !c.synced.Load() || !complete {
+			wait = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 
-func (c *Controller) informers() []toolscache.SharedIndexInformer {
-	list := []toolscache.SharedIndexInformer{c.slices}
-	for _, v := range c.views {
-		list = append(list, v.informer)
+// reconcile starts and stops views to match the versions served, and promotes
+// views whose informers have synced. It returns true when it knows what is
+// served and every started view answers.
+func (c *Controller) reconcile(ctx context.Context) bool {
+	served := map[string]bool{}
+	for _, v := range c.wanted {
+		ok, err := c.served(ctx, v)
+		if err != nil {
+			if !c.discoErr && c.cfg.Log != nil {
+				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
+			}
+			c.discoErr = true
+			return false
+		}
+		served[v] = ok
 	}
-	return list
+	if c.discoErr && c.cfg.Log != nil {
+		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
+	}
+	c.discoErr = false
+
+	changed := false
+	c.viewsMu.Lock()
+	for _, version := range c.wanted {
+		active := slices.IndexFunc(c.views, func(v *view) bool { return v.version == version })
+		_, starting := c.starting[version]
+		switch {
+		case served[version] && active < 0 && !starting:
+			v := c.newView(version)
+			vctx, cancel := context.WithCancel(ctx)
+			v.stop, v.done = cancel, make(chan struct{})
+			go func() { defer close(v.done); v.informer.RunWithContext(vctx) }()
+			c.starting[version] = v
+			c.logf("ServiceImport %s is served: watching it", version)
+		case !served[version] && (active >= 0 || starting):
+			var v *view
+			if active >= 0 {
+				v = c.views[active]
+				c.views = slices.Delete(slices.Clone(c.views), active, active+1) // readers hold the old slice
+				changed = true
+			} else {
+				v = c.starting[version]
+				delete(c.starting, version)
+			}
+			v.stop()
+			c.logf("ServiceImport %s is no longer served: stopped watching it", version)
+		}
+	}
+	for version, v := range c.starting {
+		if v.informer.HasSynced() {
+			delete(c.starting, version)
+			c.views = append(slices.Clone(c.views), v)
+			slices.SortFunc(c.views, func(a, b *view) int {
+				return slices.Index(c.wanted, a.version) - slices.Index(c.wanted, b.version)
+			})
+			changed = true
+		}
+	}
+	complete := len(c.starting) == 0
+	c.viewsMu.Unlock()
+	if changed {
+		c.enqueueAll()
+	}
+	return complete
+}
+
+func (c *Controller) logf(format string, args ...any) {
+	if c.cfg.Log != nil {
+		c.cfg.Log.Infof(format, args...)
+	}
+}
+
+// enqueueAll queues every service known to any view, slice or answer.
+func (c *Controller) enqueueAll() {
+	c.viewsMu.RLock()
+	for _, v := range c.views {
+		for _, obj := range v.informer.GetStore().List() {
+			im := obj.(*Import)
+			c.queue.Add(key(im.Namespace, im.Name))
+		}
+	}
+	c.viewsMu.RUnlock()
+	for _, k := range c.slices.GetIndexer().ListIndexFuncValues(sliceByService) {
+		c.queue.Add(k)
+	}
+	c.idx.each(func(s *Service) bool {
+		c.queue.Add(key(s.Namespace, s.Name))
+		return true
+	})
+}
+
+func (c *Controller) activeVersions() []string {
+	c.viewsMu.RLock()
+	defer c.viewsMu.RUnlock()
+	var out []string
+	for _, v := range c.views {
+		out = append(out, v.version)
+	}
+	return out
+}
+
+func mapValues(m map[string]*view) []*view {
+	out := make([]*view, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 func (c *Controller) processNext() bool {
@@ -299,7 +455,10 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	ns, name := splitKey(k)
 	var present []*Import
 	var best *Import // the newest view with data
-	for _, v := range c.views {
+	c.viewsMu.RLock()
+	views := c.views
+	c.viewsMu.RUnlock()
+	for _, v := range views {
 		obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name)
 		if !ok {
 			continue
@@ -310,7 +469,7 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 			best = im
 		}
 	}
-	agreed := len(present) == len(c.views) || len(present) == 0 // absent from all: deleted
+	agreed := len(present) == len(views) || len(present) == 0 // absent from all: deleted
 	for _, im := range present {
 		agreed = agreed && im.ResourceVersion == present[0].ResourceVersion
 	}

@@ -24,12 +24,32 @@ var (
 )
 
 type env struct {
-	t    *testing.T
-	dyn  *dynamicfake.FakeDynamicClient
-	kube *kubefake.Clientset
-	c    *Controller
-	mu   sync.Mutex
-	skip map[string]int
+	servedMu  sync.Mutex
+	servedSet map[string]bool
+	t         *testing.T
+	dyn       *dynamicfake.FakeDynamicClient
+	kube      *kubefake.Clientset
+	c         *Controller
+	mu        sync.Mutex
+	skip      map[string]int
+}
+
+// servedOnly, when set before start, is what discovery reports at first.
+var servedOnly map[string]bool
+
+func (e *env) isServed(_ context.Context, version string) (bool, error) {
+	e.servedMu.Lock()
+	defer e.servedMu.Unlock()
+	return e.servedSet[version], nil
+}
+
+func (e *env) serve(versions ...string) {
+	e.servedMu.Lock()
+	e.servedSet = map[string]bool{}
+	for _, v := range versions {
+		e.servedSet[v] = true
+	}
+	e.servedMu.Unlock()
 }
 
 func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
@@ -48,6 +68,12 @@ func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
 	e.kube = kubefake.NewClientset(kubeObjs...)
 	e.c = New(e.dyn, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
 		OnSkip: func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() }})
+	e.c.served = e.isServed
+	e.c.every = 20 * time.Millisecond
+	e.servedSet = map[string]bool{V1alpha2: true, V1alpha1: true}
+	if servedOnly != nil {
+		e.servedSet = servedOnly
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.c.Run(ctx) }()
@@ -286,6 +312,7 @@ func TestControllerNamespacesFilter(t *testing.T) {
 		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"},
 		v2("a", "web", "1", "ClusterSetIP", "10.0.0.1"), v2("b", "web", "1", "ClusterSetIP", "10.0.0.2"))
 	c := New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}})
+	c.served = func(context.Context, string) (bool, error) { return true, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
@@ -308,4 +335,42 @@ func rrAddr(rr dns.RR) string {
 		return v.AAAA.String()
 	}
 	return rr.String()
+}
+
+// The controller follows the versions the API server serves, at runtime.
+func TestControllerFollowsServedVersions(t *testing.T) {
+	servedOnly = map[string]bool{V1alpha1: true}
+	defer func() { servedOnly = nil }()
+
+	e := start(t, true,
+		v1("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), v2("demo", "web", "5", ""),
+		v1("demo", "api", "6", ""), v2("demo", "api", "6", "ClusterSetIP", "10.0.0.6"))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.wantAddrs("api.demo") // only v1alpha1 is served: v1alpha2 data is out of reach
+	if got := e.c.activeVersions(); fmt.Sprint(got) != "[v1alpha1]" {
+		t.Fatalf("views %v", got)
+	}
+
+	e.serve(V1alpha1, V1alpha2)
+	e.wantAddrs("api.demo", "10.0.0.6")
+	e.wantAddrs("web.demo", "10.0.0.1")
+
+	e.serve(V1alpha2)
+	e.wantAddrs("web.demo") // its data was only in v1alpha1
+	e.wantAddrs("api.demo", "10.0.0.6")
+
+	e.serve()
+	e.wantAddrs("api.demo")
+	if !e.c.HasSynced() {
+		t.Error("not ready without any served version")
+	}
+}
+
+func TestControllerReadyWithoutCRD(t *testing.T) {
+	servedOnly = map[string]bool{}
+	defer func() { servedOnly = nil }()
+	e := start(t, false)
+	if got := e.c.activeVersions(); len(got) != 0 {
+		t.Fatalf("views %v", got)
+	}
 }
