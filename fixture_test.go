@@ -81,5 +81,7 @@ func newTestPlugin(t testing.TB, objs ...runtime.Object) *Multicluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Multicluster{Zones: []string{zone}, TTL: defaultTTL, Fall: fall.Zero, backend: st}
+	m := &Multicluster{TTL: defaultTTL, Fall: fall.Zero, backend: st}
+	m.setZones([]string{zone})
+	return m
 }

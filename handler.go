@@ -41,7 +41,11 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	var answer, extra []dns.RR
 	res := serverFailure
 	if m.backend != nil && m.backend.HasSynced() {
-		answer, extra, res = m.lookup(state, qname, zone, zi)
+		if fi := m.zoneFwd[zi]; fi >= 0 {
+			answer, extra, res = m.lookup(state, qname, zone, fi)
+		} else {
+			answer, extra, res = m.reverse(state, qname, zone)
+		}
 	}
 	if res == nameError && m.Fall.Through(qname) {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)

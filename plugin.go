@@ -5,9 +5,11 @@ package multicluster
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
@@ -30,18 +32,22 @@ const (
 type Backend interface {
 	HasSynced() bool
 	Lookup(nameDotNamespace string) *cache.Service
+	LookupIP(ip netip.Addr) []*cache.Service
 	HasNamespace(namespace string) bool
 	Serial() uint32
+	Each(func(*cache.Service) bool)
 }
 
 // Multicluster is the plugin.
 type Multicluster struct {
 	Next  plugin.Handler
-	Zones []string // lower-case, fully qualified; the zone index matches cache.Service.Zones
+	Zones []string // lower-case, fully qualified: forward and reverse zones
 	TTL   uint32
 	Fall  fall.F
 
 	backend Backend
+	forward []string // the forward zones; their index is that of cache.Service.Zones
+	zoneFwd []int    // for each of Zones, its index in forward, or -1 for a reverse zone
 
 	// Set from the Corefile, used when starting the controller.
 	kubeconfig     string
@@ -51,6 +57,19 @@ type Multicluster struct {
 	startupTimeout time.Duration
 	stop           context.CancelFunc
 	done           chan struct{}
+}
+
+// setZones sets the zones and tells forward zones from reverse ones.
+func (m *Multicluster) setZones(zones []string) {
+	m.Zones, m.forward, m.zoneFwd = zones, nil, make([]int, len(zones))
+	for i, z := range zones {
+		if dnsutil.IsReverse(z) > 0 {
+			m.zoneFwd[i] = -1
+			continue
+		}
+		m.zoneFwd[i] = len(m.forward)
+		m.forward = append(m.forward, z)
+	}
 }
 
 // Name implements plugin.Handler.

@@ -44,7 +44,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 			return nil, plugin.ErrOnce
 		}
 		seen = true
-		m.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		m.setZones(plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys))
 		for c.NextBlock() {
 			if err := m.option(c); err != nil {
 				return nil, err
@@ -142,7 +142,7 @@ func (m *Multicluster) start() error {
 		return plugin.Error(pluginName, err)
 	}
 	ctrl := cache.New(dyn, kube, cache.Config{
-		Zones: m.Zones, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces,
+		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces,
 		Log: log, OnSkip: recordSkip, OnStats: recordStats,
 	})
 	m.backend = ctrl

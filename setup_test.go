@@ -74,3 +74,9 @@ func TestSetupWrapsErrors(t *testing.T) {
 		t.Fatalf("setup error %v", err)
 	}
 }
+
+func parseInput(input string) (*Multicluster, error) {
+	c := caddy.NewTestController("dns", input)
+	c.ServerBlockKeys = []string{"clusterset.local."}
+	return parse(c)
+}

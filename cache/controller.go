@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -394,6 +395,9 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // Lookup returns the answers of the service "<name>.<namespace>", or nil.
 func (c *Controller) Lookup(nameDotNamespace string) *Service { return c.idx.get(nameDotNamespace) }
+
+// LookupIP returns the services whose ClusterSetIPs hold ip.
+func (c *Controller) LookupIP(ip netip.Addr) []*Service { return c.idx.lookupIP(ip) }
 
 // HasNamespace reports whether any service of the namespace has answers.
 func (c *Controller) HasNamespace(ns string) bool { return c.idx.hasNamespace(ns) }

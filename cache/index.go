@@ -1,6 +1,10 @@
 package cache
 
-import "sync"
+import (
+	"net/netip"
+	"slices"
+	"sync"
+)
 
 const shardCount = 64
 
@@ -12,7 +16,8 @@ type index struct {
 	shards [shardCount]shard
 
 	nsMu       sync.RWMutex
-	namespaces map[string]int // services per namespace, for empty non-terminals
+	namespaces map[string]int            // services per namespace, for empty non-terminals
+	byIP       map[netip.Addr][]*Service // ClusterSetIP -> services, for reverse lookups
 }
 
 type shard struct {
@@ -21,7 +26,7 @@ type shard struct {
 }
 
 func newIndex() *index {
-	x := &index{namespaces: map[string]int{}}
+	x := &index{namespaces: map[string]int{}, byIP: map[netip.Addr][]*Service{}}
 	for i := range x.shards {
 		x.shards[i].m = map[string]*Service{}
 	}
@@ -56,6 +61,21 @@ func (x *index) put(k string, svc *Service) *Service {
 		s.m[k] = svc
 	}
 	s.mu.Unlock()
+	x.nsMu.Lock()
+	if old != nil {
+		for _, ip := range old.IPs {
+			x.byIP[ip] = slices.DeleteFunc(slices.Clone(x.byIP[ip]), func(o *Service) bool { return o == old })
+			if len(x.byIP[ip]) == 0 {
+				delete(x.byIP, ip)
+			}
+		}
+	}
+	if svc != nil {
+		for _, ip := range svc.IPs {
+			x.byIP[ip] = append(slices.Clone(x.byIP[ip]), svc)
+		}
+	}
+	x.nsMu.Unlock()
 	if (old == nil) != (svc == nil) {
 		ns := ""
 		if svc != nil {
@@ -72,6 +92,13 @@ func (x *index) put(k string, svc *Service) *Service {
 		x.nsMu.Unlock()
 	}
 	return old
+}
+
+// lookupIP returns the services whose ClusterSetIPs hold ip.
+func (x *index) lookupIP(ip netip.Addr) []*Service {
+	x.nsMu.RLock()
+	defer x.nsMu.RUnlock()
+	return x.byIP[ip]
 }
 
 func (x *index) hasNamespace(ns string) bool {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"net/netip"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,6 +71,9 @@ func (s *Static) HasSynced() bool { return s.Synced }
 
 // Lookup returns the answers of the service "<name>.<namespace>", or nil.
 func (s *Static) Lookup(k string) *Service { return s.idx.get(k) }
+
+// LookupIP returns the services whose ClusterSetIPs hold ip.
+func (s *Static) LookupIP(ip netip.Addr) []*Service { return s.idx.lookupIP(ip) }
 
 // HasNamespace reports whether any service of the namespace has answers.
 func (s *Static) HasNamespace(ns string) bool { return s.idx.hasNamespace(ns) }

@@ -1,0 +1,35 @@
+package multicluster
+
+import (
+	"context"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/metadata"
+	"github.com/coredns/coredns/request"
+)
+
+// Metadata implements metadata.Provider: for a name of a service in one of
+// the plugin's zones it sets multicluster/namespace and multicluster/service,
+// and for a headless endpoint's name multicluster/cluster, so that the log
+// plugin can print who asked for what.
+func (m *Multicluster) Metadata(ctx context.Context, state request.Request) context.Context {
+	qname := state.Name()
+	for i, z := range m.Zones {
+		if m.zoneFwd[i] < 0 || !strings.HasSuffix(qname, z) {
+			continue
+		}
+		p := parseName(qname, z)
+		if p.kind != kindService && p.kind != kindSub {
+			continue
+		}
+		svc, _, _ := strings.Cut(p.service, ".")
+		metadata.SetValueFunc(ctx, pluginName+"/namespace", func() string { return p.namespace })
+		metadata.SetValueFunc(ctx, pluginName+"/service", func() string { return svc })
+		if p.kind == kindSub && !strings.HasPrefix(p.sub, "_") {
+			_, cluster, _ := strings.Cut(p.sub, ".")
+			metadata.SetValueFunc(ctx, pluginName+"/cluster", func() string { return cluster })
+		}
+		break
+	}
+	return ctx
+}

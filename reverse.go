@@ -1,0 +1,54 @@
+package multicluster
+
+import (
+	"net/netip"
+
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+)
+
+// reverse answers in a reverse zone given among ZONES: PTR records naming the
+// services that hold a ClusterSetIP, as the MCS specification allows.
+func (m *Multicluster) reverse(state request.Request, qname, zone string) ([]dns.RR, []dns.RR, result) {
+	if qname == zone {
+		switch state.QType() {
+		case dns.TypeSOA:
+			return []dns.RR{m.soa(zone)}, nil, success
+		case dns.TypeNS:
+			ns := m.ns(zone)
+			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
+		}
+		return nil, nil, noData
+	}
+	ptrs := m.ptrs(qname)
+	if len(ptrs) == 0 {
+		return nil, nil, nameError
+	}
+	if state.QType() != dns.TypePTR {
+		return nil, nil, noData
+	}
+	return ptrs, nil, success
+}
+
+// ptrs returns the PTR records of a reverse name.
+func (m *Multicluster) ptrs(name string) []dns.RR {
+	ip, err := netip.ParseAddr(dnsutil.ExtractAddressFromReverse(name))
+	if err != nil {
+		return nil
+	}
+	var out []dns.RR
+	for _, svc := range m.backend.LookupIP(ip.Unmap()) {
+		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: svc.Name + "." + svc.Namespace + ".svc." + m.ptrZone()})
+	}
+	return out
+}
+
+// ptrZone is the forward zone PTR records point into.
+func (m *Multicluster) ptrZone() string {
+	if len(m.forward) > 0 {
+		return m.forward[0]
+	}
+	return "clusterset.local."
+}

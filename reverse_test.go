@@ -1,0 +1,49 @@
+package multicluster
+
+import (
+	"testing"
+
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/plugin/test"
+
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
+)
+
+func reversePlugin(t *testing.T) *Multicluster {
+	t.Helper()
+	st, err := cache.NewStatic([]string{zone}, defaultTTL, fixture()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Multicluster{TTL: defaultTTL, Fall: fall.Zero, backend: st}
+	m.setZones([]string{zone, "42.10.in-addr.arpa.", "0.0.d.f.ip6.arpa."})
+	return m
+}
+
+func TestReverse(t *testing.T) {
+	const revSOA = "42.10.in-addr.arpa. 5 IN SOA ns.dns.42.10.in-addr.arpa. hostmaster.42.10.in-addr.arpa. 1 7200 1800 86400 5"
+	runCases(t, reversePlugin(t), []test.Case{
+		{Qname: "10.0.42.10.in-addr.arpa.", Qtype: dns.TypePTR,
+			Answer: []dns.RR{test.PTR("10.0.42.10.in-addr.arpa. 5 IN PTR web.demo.svc.clusterset.local.")}},
+		{Qname: "11.0.42.10.in-addr.arpa.", Qtype: dns.TypePTR,
+			Answer: []dns.RR{test.PTR("11.0.42.10.in-addr.arpa. 5 IN PTR dual.demo.svc.clusterset.local.")}},
+		{Qname: "1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", Qtype: dns.TypePTR,
+			Answer: []dns.RR{test.PTR("1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR dual.demo.svc.clusterset.local.")}},
+		{Qname: "99.0.42.10.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(revSOA)}},
+		{Qname: "0.42.10.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(revSOA)}},
+		{Qname: "10.0.42.10.in-addr.arpa.", Qtype: dns.TypeA, Ns: []dns.RR{test.SOA(revSOA)}},
+		{Qname: "42.10.in-addr.arpa.", Qtype: dns.TypeSOA, Answer: []dns.RR{test.SOA(revSOA)}},
+	})
+}
+
+func TestReverseZonesFromCIDR(t *testing.T) {
+	m, err := parseInput("multicluster clusterset.local 10.42.0.0/16 fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.forward) != 1 || m.forward[0] != zone || len(m.Zones) != 3 || m.zoneFwd[1] != -1 || m.zoneFwd[2] != -1 {
+		t.Fatalf("zones %v forward %v", m.Zones, m.forward)
+	}
+}

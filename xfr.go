@@ -1,0 +1,78 @@
+package multicluster
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/coredns/coredns/plugin/transfer"
+
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
+)
+
+// Transfer implements transfer.Transferer: the transfer plugin calls it for
+// AXFR and IXFR. A reverse zone transfers the PTR records of the ClusterSetIPs
+// inside it. An IXFR from the current serial gets the SOA alone, as in
+// CoreDNS's other plugins; any other IXFR gets the whole zone.
+func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	zi := slices.Index(m.Zones, zone)
+	if zi < 0 || m.backend == nil || !m.backend.HasSynced() {
+		return nil, transfer.ErrNotAuthoritative
+	}
+	soa := []dns.RR{m.soa(zone)}
+	services := m.services()
+	ch := make(chan []dns.RR)
+	go func() {
+		defer close(ch)
+		ch <- soa
+		if serial != 0 && soa[0].(*dns.SOA).Serial == serial {
+			return
+		}
+		ch <- []dns.RR{m.ns(zone)}
+		if fi := m.zoneFwd[zi]; fi >= 0 {
+			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
+			for _, svc := range services {
+				if fi < len(svc.Zones) {
+					ch <- zoneRecords(&svc.Zones[fi])
+				}
+			}
+		} else {
+			for _, svc := range services {
+				for _, ip := range svc.IPs {
+					name, err := dns.ReverseAddr(ip.String())
+					if err == nil && dns.IsSubDomain(zone, name) {
+						ch <- m.ptrs(name)
+					}
+				}
+			}
+		}
+		ch <- soa
+	}()
+	return ch, nil
+}
+
+// services lists every service with answers, by namespace and name.
+func (m *Multicluster) services() []*cache.Service {
+	var list []*cache.Service
+	m.backend.Each(func(s *cache.Service) bool { list = append(list, s); return true })
+	slices.SortFunc(list, func(a, b *cache.Service) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return list
+}
+
+// zoneRecords is every record of one service in one zone, in a stable order.
+func zoneRecords(z *cache.ZoneAnswers) []dns.RR {
+	rs := slices.Concat(z.Service.A, z.Service.AAAA, z.Service.SRV)
+	subs := make([]string, 0, len(z.Sub))
+	for sub := range z.Sub {
+		subs = append(subs, sub)
+	}
+	slices.Sort(subs)
+	for _, sub := range subs {
+		a := z.Sub[sub]
+		rs = append(rs, slices.Concat(a.A, a.AAAA, a.SRV)...)
+	}
+	return copyRecords(rs, "")
+}
