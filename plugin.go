@@ -52,6 +52,11 @@ type Multicluster struct {
 	// Set from the Corefile, used when starting the controller.
 	kubeconfig     string
 	kubecontext    string
+	endpoint       string
+	tlsFiles       []string // cert, key, CA
+	qps            float32
+	burst          int
+	labels         string // a label selector on ServiceImports
 	fallback       bool
 	namespaces     []string
 	startupTimeout time.Duration

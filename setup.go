@@ -3,13 +3,16 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -50,6 +53,12 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 				return nil, err
 			}
 		}
+		if m.endpoint != "" && m.kubeconfig != "" {
+			return nil, c.Err("endpoint and kubeconfig cannot be used together")
+		}
+		if len(m.tlsFiles) > 0 && m.endpoint == "" {
+			return nil, c.Err("tls needs endpoint")
+		}
 	}
 	return m, nil
 }
@@ -65,6 +74,45 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 		if len(args) == 2 {
 			m.kubecontext = args[1]
 		}
+	case "endpoint":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		if u, err := url.Parse(args[0]); err != nil || u.Scheme == "" || u.Host == "" {
+			return c.Errf("endpoint must be a URL such as https://10.0.0.1:6443, not %q", args[0])
+		}
+		m.endpoint = args[0]
+	case "tls":
+		args := c.RemainingArgs()
+		if len(args) != 3 {
+			return c.ArgErr()
+		}
+		m.tlsFiles = args
+	case "apiserver_qps", "apiserver_burst":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return c.Errf("%s must be a positive whole number, not %q", opt, args[0])
+		}
+		if opt == "apiserver_qps" {
+			m.qps = float32(n)
+		} else {
+			m.burst = n
+		}
+	case "labels":
+		args := c.RemainingArgs()
+		if len(args) == 0 {
+			return c.ArgErr()
+		}
+		expr := strings.Join(args, " ")
+		if _, err := labels.Parse(expr); err != nil {
+			return c.Errf("labels: %q is not a label selector: %v", expr, err)
+		}
+		m.labels = expr
 	case "ttl":
 		args := c.RemainingArgs()
 		if len(args) != 1 {
@@ -113,14 +161,33 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 	return nil
 }
 
-// restConfig is the configured kubeconfig, or the in-cluster configuration.
+// restConfig is the configured endpoint or kubeconfig, or the in-cluster configuration.
 func (m *Multicluster) restConfig() (*rest.Config, error) {
-	if m.kubeconfig == "" {
-		return rest.InClusterConfig()
+	var cfg *rest.Config
+	var err error
+	switch {
+	case m.endpoint != "":
+		cfg = &rest.Config{Host: m.endpoint}
+		if len(m.tlsFiles) == 3 {
+			cfg.TLSClientConfig = rest.TLSClientConfig{CertFile: m.tlsFiles[0], KeyFile: m.tlsFiles[1], CAFile: m.tlsFiles[2]}
+		}
+	case m.kubeconfig != "":
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: m.kubecontext}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	default:
+		cfg, err = rest.InClusterConfig()
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: m.kubecontext}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	if m.qps > 0 {
+		cfg.QPS = m.qps
+	}
+	if m.burst > 0 {
+		cfg.Burst = m.burst
+	}
+	return cfg, nil
 }
 
 // start begins watching and waits, at most startup_timeout, for the first
@@ -142,7 +209,7 @@ func (m *Multicluster) start() error {
 		return plugin.Error(pluginName, err)
 	}
 	ctrl := cache.New(dyn, kube, cache.Config{
-		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces,
+		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
 		Log: log, OnSkip: recordSkip, OnStats: recordStats,
 	})
 	m.backend = ctrl

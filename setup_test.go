@@ -35,6 +35,30 @@ func TestParse(t *testing.T) {
 				t.Errorf("options: %+v", m)
 			}
 		}},
+		{input: `multicluster {
+			endpoint https://10.0.0.1:6443
+			tls cert.pem key.pem ca.pem
+			apiserver_qps 20
+			apiserver_burst 40
+			labels env in (prod, staging), !legacy
+		}`, check: func(t *testing.T, m *Multicluster) {
+			if m.endpoint != "https://10.0.0.1:6443" || strings.Join(m.tlsFiles, ",") != "cert.pem,key.pem,ca.pem" ||
+				m.qps != 20 || m.burst != 40 || m.labels != "env in (prod, staging), !legacy" {
+				t.Errorf("options: %+v", m)
+			}
+			cfg, err := m.restConfig()
+			if err != nil || cfg.Host != m.endpoint || cfg.QPS != 20 || cfg.Burst != 40 || cfg.CAFile != "ca.pem" {
+				t.Errorf("rest config %+v, %v", cfg, err)
+			}
+		}},
+		{input: "multicluster {\n endpoint 10.0.0.1\n}", wantErr: `Testfile:2 - Error during parsing: endpoint must be a URL`},
+		{input: "multicluster {\n tls a b\n}", wantErr: "Wrong argument count"},
+		{input: "multicluster {\n tls a b c\n}", wantErr: "tls needs endpoint"},
+		{input: "multicluster {\n endpoint https://a:1\n kubeconfig k\n}", wantErr: "endpoint and kubeconfig cannot be used together"},
+		{input: "multicluster {\n apiserver_qps 0\n}", wantErr: `apiserver_qps must be a positive whole number, not "0"`},
+		{input: "multicluster {\n apiserver_burst many\n}", wantErr: `apiserver_burst must be a positive whole number`},
+		{input: "multicluster {\n labels a=(\n}", wantErr: `labels: "a=(" is not a label selector`},
+		{input: "multicluster {\n labels\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n kubeconfig\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n kubeconfig a b c\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n ttl\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},

@@ -41,7 +41,9 @@ type Config struct {
 	Fallback bool // also watch v1alpha1 ServiceImports
 	// Namespaces, when not empty, are the only namespaces answered.
 	Namespaces []string
-	Log        Logger
+	// Labels, when set, is a label selector ServiceImports must match.
+	Labels string
+	Log    Logger
 	// OnSkip is called once for each object, or part of one, that is not used.
 	OnSkip func(kind, reason string)
 	// OnStats is called after the answers change.
@@ -161,9 +163,11 @@ func (c *Controller) newView(version string) *view {
 	res := c.dyn.Resource(gvr)
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}, c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})

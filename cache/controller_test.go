@@ -374,3 +374,24 @@ func TestControllerReadyWithoutCRD(t *testing.T) {
 		t.Fatalf("views %v", got)
 	}
 }
+
+func TestControllerLabelSelector(t *testing.T) {
+	prod := v2("a", "web", "1", "ClusterSetIP", "10.0.0.1")
+	prod.SetLabels(map[string]string{"env": "prod"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"}, prod, v2("a", "test", "1", "ClusterSetIP", "10.0.0.2"))
+	c := New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"})
+	c.served = func(context.Context, string) (bool, error) { return true, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(5 * time.Second); !c.HasSynced(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not synced")
+		}
+	}
+	if c.Lookup("web.a") == nil || c.Lookup("test.a") != nil {
+		t.Errorf("labels filter: web=%v test=%v", c.Lookup("web.a") != nil, c.Lookup("test.a") != nil)
+	}
+}
