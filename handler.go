@@ -29,22 +29,20 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	qname := state.Name()
 	zi := -1
 	for i, z := range m.Zones {
-		if dns.IsSubDomain(z, qname) && (zi < 0 || len(z) > len(m.Zones[zi])) {
+		if inZone(qname, z) && (zi < 0 || len(z) > len(m.Zones[zi])) {
 			zi = i
 		}
 	}
 	if zi < 0 {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
-	zone := m.Zones[zi]
-
 	var answer, extra []dns.RR
 	res := serverFailure
 	if m.backend != nil && m.backend.HasSynced() {
 		if fi := m.zoneFwd[zi]; fi >= 0 {
-			answer, extra, res = m.lookup(state, qname, zone, fi)
+			answer, extra, res = m.lookup(state, qname, zi, fi)
 		} else {
-			answer, extra, res = m.reverse(state, qname, zone)
+			answer, extra, res = m.reverse(state, qname, zi)
 		}
 	}
 	if res == nameError && m.Fall.Through(qname) {
@@ -52,18 +50,17 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	}
 	responses.WithLabelValues(metrics.WithServer(ctx), resultLabel[res]).Inc()
 
-	msg := new(dns.Msg)
-	msg.SetReply(r)
-	msg.Authoritative = true
+	rep := newReply(r)
+	msg := &rep.msg
 	switch res {
 	case success:
-		msg.Answer = copyRecords(answer, state.QName())
-		msg.Extra = copyRecords(extra, "")
+		msg.Answer = rep.records(answer, state.QName())
+		msg.Extra = rep.records(extra, "")
 	case nameError:
 		msg.Rcode = dns.RcodeNameError
-		msg.Ns = []dns.RR{m.soa(zone)}
+		msg.Ns = rep.records([]dns.RR{m.soaInto(&rep.soa, zi)}, "")
 	case noData:
-		msg.Ns = []dns.RR{m.soa(zone)}
+		msg.Ns = rep.records([]dns.RR{m.soaInto(&rep.soa, zi)}, "")
 	case serverFailure:
 		msg.Rcode = dns.RcodeServerFailure
 	}
@@ -71,21 +68,30 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	return dns.RcodeSuccess, nil
 }
 
+// inZone reports whether name is zone or below it; both are lower-case and
+// fully qualified. Unlike dns.IsSubDomain it does not allocate.
+func inZone(name, zone string) bool {
+	if zone == "." {
+		return true
+	}
+	return name == zone || (len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' && name[len(name)-len(zone):] == zone)
+}
+
 var resultLabel = map[result]string{success: "success", nameError: "NXDOMAIN", noData: "NODATA", serverFailure: "SERVFAIL"}
 
 // lookup finds the records of a name; it reads only the backend's snapshot.
-func (m *Multicluster) lookup(state request.Request, qname, zone string, zi int) (answer, extra []dns.RR, res result) {
+func (m *Multicluster) lookup(state request.Request, qname string, zi, fi int) (answer, extra []dns.RR, res result) {
 	qtype := state.QType()
-	p := parseName(qname, zone)
+	p := parseName(qname, m.Zones[zi])
 	switch p.kind {
 	case kindNone:
 		return nil, nil, nameError
 	case kindApex:
 		switch qtype {
 		case dns.TypeSOA:
-			return []dns.RR{m.soa(zone)}, nil, success
+			return []dns.RR{m.soa(zi)}, nil, success
 		case dns.TypeNS:
-			ns := m.ns(zone)
+			ns := m.ns(zi)
 			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
 		}
 		return nil, nil, noData
@@ -105,10 +111,10 @@ func (m *Multicluster) lookup(state request.Request, qname, zone string, zi int)
 		return nil, nil, nameError
 	}
 	svc := m.backend.Lookup(p.service)
-	if svc == nil || zi >= len(svc.Zones) {
+	if svc == nil || fi >= len(svc.Zones) {
 		return nil, nil, nameError
 	}
-	z := &svc.Zones[zi]
+	z := &svc.Zones[fi]
 	if p.kind == kindService {
 		return answersFor(&z.Service, qtype)
 	}
@@ -144,16 +150,21 @@ func (m *Multicluster) hdr(name string, t uint16) dns.RR_Header {
 	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: m.TTL}
 }
 
-// soa is the zone's SOA, shaped as CoreDNS's kubernetes plugin shapes its own.
-func (m *Multicluster) soa(zone string) dns.RR {
+// soa is the SOA of the zone at index zi, shaped as CoreDNS's kubernetes
+// plugin shapes its own.
+func (m *Multicluster) soa(zi int) *dns.SOA { return m.soaInto(new(dns.SOA), zi) }
+
+func (m *Multicluster) soaInto(soa *dns.SOA, zi int) *dns.SOA {
+	zone := m.Zones[zi]
 	h := m.hdr(zone, dns.TypeSOA)
 	h.Ttl = min(m.TTL, 300)
-	return &dns.SOA{Hdr: h, Ns: "ns.dns." + zone, Mbox: "hostmaster." + zone,
+	*soa = dns.SOA{Hdr: h, Ns: m.nsNames[zi], Mbox: m.mboxes[zi],
 		Serial: m.backend.Serial(), Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: m.TTL}
+	return soa
 }
 
-func (m *Multicluster) ns(zone string) *dns.NS {
-	return &dns.NS{Hdr: m.hdr(zone, dns.TypeNS), Ns: "ns.dns." + zone}
+func (m *Multicluster) ns(zi int) *dns.NS {
+	return &dns.NS{Hdr: m.hdr(m.Zones[zi], dns.TypeNS), Ns: m.nsNames[zi]}
 }
 
 // nsAddress answers for ns.dns.<zone> with the address the query came in on,
@@ -174,35 +185,4 @@ func (m *Multicluster) nsAddress(state request.Request, name string, qtype uint1
 		return []dns.RR{&dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: ip}}
 	}
 	return nil
-}
-
-// copyRecords copies the shared records of the snapshot into a reply, so
-// plugins that edit replies in place (rewrite, cache) cannot change them. With
-// an owner, the copies take the query name as it was asked.
-func copyRecords(rs []dns.RR, owner string) []dns.RR {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]dns.RR, len(rs))
-	for i, rr := range rs {
-		var c dns.RR
-		switch v := rr.(type) {
-		case *dns.A:
-			x := *v
-			c = &x
-		case *dns.AAAA:
-			x := *v
-			c = &x
-		case *dns.SRV:
-			x := *v
-			c = &x
-		default:
-			c = dns.Copy(rr)
-		}
-		if owner != "" {
-			c.Header().Name = owner
-		}
-		out[i] = c
-	}
-	return out
 }

@@ -48,6 +48,8 @@ type Multicluster struct {
 	backend Backend
 	forward []string // the forward zones; their index is that of cache.Service.Zones
 	zoneFwd []int    // for each of Zones, its index in forward, or -1 for a reverse zone
+	nsNames []string // for each of Zones, ns.dns.<zone>
+	mboxes  []string // for each of Zones, hostmaster.<zone>
 
 	// Set from the Corefile, used when starting the controller.
 	kubeconfig     string
@@ -67,7 +69,9 @@ type Multicluster struct {
 // setZones sets the zones and tells forward zones from reverse ones.
 func (m *Multicluster) setZones(zones []string) {
 	m.Zones, m.forward, m.zoneFwd = zones, nil, make([]int, len(zones))
+	m.nsNames, m.mboxes = make([]string, len(zones)), make([]string, len(zones))
 	for i, z := range zones {
+		m.nsNames[i], m.mboxes[i] = "ns.dns."+z, "hostmaster."+z
 		if dnsutil.IsReverse(z) > 0 {
 			m.zoneFwd[i] = -1
 			continue

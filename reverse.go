@@ -11,13 +11,13 @@ import (
 
 // reverse answers in a reverse zone given among ZONES: PTR records naming the
 // services that hold a ClusterSetIP, as the MCS specification allows.
-func (m *Multicluster) reverse(state request.Request, qname, zone string) ([]dns.RR, []dns.RR, result) {
-	if qname == zone {
+func (m *Multicluster) reverse(state request.Request, qname string, zi int) ([]dns.RR, []dns.RR, result) {
+	if qname == m.Zones[zi] {
 		switch state.QType() {
 		case dns.TypeSOA:
-			return []dns.RR{m.soa(zone)}, nil, success
+			return []dns.RR{m.soa(zi)}, nil, success
 		case dns.TypeNS:
-			ns := m.ns(zone)
+			ns := m.ns(zi)
 			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
 		}
 		return nil, nil, noData

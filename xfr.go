@@ -20,7 +20,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 	if zi < 0 || m.backend == nil || !m.backend.HasSynced() {
 		return nil, transfer.ErrNotAuthoritative
 	}
-	soa := []dns.RR{m.soa(zone)}
+	soa := []dns.RR{m.soa(zi)}
 	services := m.services()
 	ch := make(chan []dns.RR)
 	go func() {
@@ -29,7 +29,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 		if serial != 0 && soa[0].(*dns.SOA).Serial == serial {
 			return
 		}
-		ch <- []dns.RR{m.ns(zone)}
+		ch <- []dns.RR{m.ns(zi)}
 		if fi := m.zoneFwd[zi]; fi >= 0 {
 			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
 			for _, svc := range services {
@@ -74,5 +74,5 @@ func zoneRecords(z *cache.ZoneAnswers) []dns.RR {
 		a := z.Sub[sub]
 		rs = append(rs, slices.Concat(a.A, a.AAAA, a.SRV)...)
 	}
-	return copyRecords(rs, "")
+	return (&reply{}).records(rs, "")
 }

@@ -1,0 +1,95 @@
+package multicluster
+
+import "github.com/miekg/dns"
+
+// reply is a reply with room for its question, its SOA and a few records, so
+// that a typical answer costs one allocation. The snapshot's records are
+// shared by every query, and plugins such as rewrite and cache edit replies in
+// place, so a reply always holds copies.
+type reply struct {
+	msg   dns.Msg
+	q     [1]dns.Question
+	soa   dns.SOA
+	slots [4]dns.RR
+	used  int
+	a     []dns.A
+	aaaa  []dns.AAAA
+	srv   []dns.SRV
+	aBuf  [2]dns.A
+	srvB  [2]dns.SRV
+	aaaaB [1]dns.AAAA
+}
+
+// newReply answers r as dns.Msg.SetReply does, with AA set.
+func newReply(r *dns.Msg) *reply {
+	rep := &reply{}
+	rep.a, rep.aaaa, rep.srv = rep.aBuf[:0], rep.aaaaB[:0], rep.srvB[:0]
+	m := &rep.msg
+	m.Id = r.Id
+	m.Response = true
+	m.Authoritative = true
+	m.Opcode = r.Opcode
+	if m.Opcode == dns.OpcodeQuery {
+		m.RecursionDesired = r.RecursionDesired
+		m.CheckingDisabled = r.CheckingDisabled
+	}
+	if len(r.Question) > 0 {
+		rep.q[0] = r.Question[0]
+		m.Question = rep.q[:]
+	}
+	return rep
+}
+
+// records copies rs into the reply; with an owner, the copies take that name
+// (the query name as it was asked).
+func (rep *reply) records(rs []dns.RR, owner string) []dns.RR {
+	if len(rs) == 0 {
+		return nil
+	}
+	var out []dns.RR
+	if rep.used+len(rs) <= len(rep.slots) {
+		// A capped slice: a plugin that appends cannot overwrite the next section.
+		out = rep.slots[rep.used : rep.used+len(rs) : rep.used+len(rs)]
+		rep.used += len(rs)
+	} else {
+		out = make([]dns.RR, len(rs))
+	}
+	for i, rr := range rs {
+		c := rep.clone(rr, len(rs)-i)
+		if owner != "" {
+			c.Header().Name = owner
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// clone copies one record into the reply's room for its type, growing that
+// room by a block of at least left records when it is full.
+func (rep *reply) clone(rr dns.RR, left int) dns.RR {
+	switch v := rr.(type) {
+	case *dns.A:
+		if len(rep.a) == cap(rep.a) {
+			rep.a = make([]dns.A, 0, left)
+		}
+		rep.a = append(rep.a, *v)
+		return &rep.a[len(rep.a)-1]
+	case *dns.AAAA:
+		if len(rep.aaaa) == cap(rep.aaaa) {
+			rep.aaaa = make([]dns.AAAA, 0, left)
+		}
+		rep.aaaa = append(rep.aaaa, *v)
+		return &rep.aaaa[len(rep.aaaa)-1]
+	case *dns.SRV:
+		if len(rep.srv) == cap(rep.srv) {
+			rep.srv = make([]dns.SRV, 0, left)
+		}
+		rep.srv = append(rep.srv, *v)
+		return &rep.srv[len(rep.srv)-1]
+	case *dns.SOA:
+		if v == &rep.soa {
+			return v
+		}
+	}
+	return dns.Copy(rr)
+}
