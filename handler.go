@@ -49,6 +49,13 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	responses.WithLabelValues(metrics.WithServer(ctx), resultLabel[res]).Inc()
+	if qt := state.QType(); (qt == dns.TypeAXFR || qt == dns.TypeIXFR) && res != serverFailure {
+		// Zone transfers are the transfer plugin's; it answers before us when configured.
+		rep := newReply(r)
+		rep.msg.Rcode = dns.RcodeRefused
+		w.WriteMsg(&rep.msg)
+		return dns.RcodeSuccess, nil
+	}
 
 	rep := newReply(r)
 	msg := &rep.msg

@@ -1,0 +1,83 @@
+package cache
+
+import (
+	"strings"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/miekg/dns"
+)
+
+// FuzzObjectToRecords feeds arbitrary field values through conversion and
+// building: nothing may panic, and every record must pack into a message.
+func FuzzObjectToRecords(f *testing.F) {
+	f.Add("ClusterSetIP", "10.0.0.1,fd00::1", "http,TCP,80;dns,UDP,53", "west", "db-0", "10.1.0.1", "IPv4")
+	f.Add("Headless", "", "mysql,,3306", "east.prod", "", "fd00::2", "IPv6")
+	f.Add("Headless", "1.2.3.4", "A_B,SCTP,0", "x..y", "-h-", "999.1.1.1", "FQDN")
+	f.Fuzz(func(t *testing.T, typ, ips, ports, cluster, host, addrs, family string) {
+		u := v2("ns", "svc", "1", "")
+		u.Object["type"] = typ
+		var ipList []any
+		for _, ip := range strings.Split(ips, ",") {
+			ipList = append(ipList, ip)
+		}
+		u.Object["ips"] = ipList
+		var portList []any
+		for _, p := range strings.Split(ports, ";") {
+			f := strings.Split(p, ",")
+			for len(f) < 3 {
+				f = append(f, "")
+			}
+			n := int64(0)
+			for _, c := range f[2] {
+				n = n*10 + int64(c%10)
+				if n > 1<<20 {
+					break
+				}
+			}
+			portList = append(portList, map[string]any{"name": f[0], "protocol": f[1], "port": n})
+		}
+		u.Object["ports"] = portList
+		im := importFromV1alpha2(u)
+
+		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s",
+			Labels: map[string]string{LabelServiceName: "svc", LabelSourceCluster: cluster}},
+			AddressType: discoveryv1.AddressType(family)}
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: strings.Split(addrs, ","), Hostname: &host})
+		s := sliceFrom(es)
+		if !im.HasData {
+			return
+		}
+		n, ok := normalize(im, []*Slice{s})
+		if !ok {
+			return
+		}
+		svc := build(im, n, []string{"clusterset.local."}, 5)
+		var all []dns.RR
+		z := svc.Zones[0]
+		all = append(all, z.Service.A...)
+		all = append(all, z.Service.AAAA...)
+		all = append(all, z.Service.SRV...)
+		all = append(all, z.Service.Extra...)
+		for sub, a := range z.Sub {
+			if _, ok := dns.IsDomainName(sub + ".svc.ns.svc.clusterset.local."); !ok {
+				t.Fatalf("sub name %q is not a domain name", sub)
+			}
+			all = append(append(append(append(all, a.A...), a.AAAA...), a.SRV...), a.Extra...)
+		}
+		for _, rr := range all {
+			m := new(dns.Msg)
+			m.SetQuestion("clusterset.local.", dns.TypeA)
+			m.Answer = []dns.RR{rr}
+			buf, err := m.Pack()
+			if err != nil {
+				t.Fatalf("record %v does not pack: %v", rr, err)
+			}
+			if err := new(dns.Msg).Unpack(buf); err != nil {
+				t.Fatalf("record %v does not unpack: %v", rr, err)
+			}
+		}
+	})
+}
