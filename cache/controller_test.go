@@ -54,6 +54,13 @@ func (e *env) serve(versions ...string) {
 
 func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
 	t.Helper()
+	return startWith(t, fallback, nil, objs...)
+}
+
+// startWith is start with a hook that may add reactors to the fake clients
+// before the controller starts.
+func startWith(t *testing.T, fallback bool, hook func(*env), objs ...runtime.Object) *env {
+	t.Helper()
 	var dynObjs, kubeObjs []runtime.Object
 	for _, o := range objs {
 		if _, ok := o.(*unstructured.Unstructured); ok {
@@ -66,6 +73,9 @@ func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvr1: "ServiceImportList"}, dynObjs...)
 	e.kube = kubefake.NewClientset(kubeObjs...)
+	if hook != nil {
+		hook(e)
+	}
 	e.c = New(e.dyn, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
 		OnSkip: func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() }})
 	e.c.served = e.isServed
