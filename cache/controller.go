@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -125,7 +126,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	}
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -134,7 +135,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}, kube), &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
+	}), kube), &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
 		s := obj.(*Slice)
 		if s.Service == "" {
 			return nil, nil
@@ -161,7 +162,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -170,7 +171,7 @@ func (c *Controller) newView(version string) *view {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}, c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	convert := importFromV1alpha2
 	if version == V1alpha1 {
 		convert = importFromV1alpha1
@@ -190,6 +191,56 @@ func (c *Controller) newView(version string) *view {
 		DeleteFunc: c.enqueueImport,
 	})
 	return &view{version: version, informer: inf}
+}
+
+// retryEvery is how often a list or watch is retried while the API server
+// cannot be reached.
+const retryEvery = time.Second
+
+// patient makes list and watch calls wait out an unreachable API server,
+// retrying every second, instead of failing back to the informer, whose
+// exponential backoff would grow to 30s during a long outage and delay the
+// recovery by as much. Errors the API server itself returns (403, 404, 410)
+// go to the informer at once. The outage is logged once, and its end.
+func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.ListWatch {
+	var down atomic.Bool
+	wait := func(ctx context.Context, err error) bool {
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
+			if err == nil && down.CompareAndSwap(true, false) {
+				c.logf("%s: the API server answers again", what)
+			}
+			return false
+		}
+		if down.CompareAndSwap(false, true) && c.cfg.Log != nil {
+			c.cfg.Log.Warningf("%s: cannot reach the API server, answering from what is known and retrying every %s: %v", what, retryEvery, err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(retryEvery):
+			return true
+		}
+	}
+	list, watchF := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			for {
+				obj, err := list(ctx, o)
+				if !wait(ctx, err) {
+					return obj, err
+				}
+			}
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			for {
+				w, err := watchF(ctx, o)
+				if !wait(ctx, err) {
+					return w, err
+				}
+			}
+		},
+	}
 }
 
 func (c *Controller) report(kind, namespace, name string, problems []string) {
