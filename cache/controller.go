@@ -70,6 +70,8 @@ type Controller struct {
 	views    []*view          // synced, in wanted order
 	starting map[string]*view // started, not synced yet
 	discoErr bool             // the last discovery failed (logged once)
+	apiDown  atomic.Bool      // list or watch cannot reach the API server (logged once)
+	denied   atomic.Bool      // list or watch was refused for lack of permission (logged once)
 	every    time.Duration    // discovery interval
 
 	statsMu   sync.Mutex
@@ -200,25 +202,44 @@ const retryEvery = time.Second
 // patient makes list and watch calls wait out an unreachable API server,
 // retrying every second, instead of failing back to the informer, whose
 // exponential backoff would grow to 30s during a long outage and delay the
-// recovery by as much. Errors the API server itself returns (403, 404, 410)
-// go to the informer at once. The outage is logged once, and its end.
+// recovery by as much. A permission error is waited out as well, every 5
+// seconds, so that missing RBAC gives one clear log line rather than a
+// stream of client-go's. Other errors the API server returns (404, 410) go
+// to the informer at once. Each outage and its end are logged once.
 func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.ListWatch {
-	var down atomic.Bool
 	wait := func(ctx context.Context, err error) bool {
-		var status apierrors.APIStatus
-		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
-			if err == nil && down.CompareAndSwap(true, false) {
-				c.logf("%s: the API server answers again", what)
+		if err == nil {
+			if c.apiDown.CompareAndSwap(true, false) {
+				c.logf("the API server answers again")
+			}
+			if c.denied.CompareAndSwap(true, false) {
+				c.logf("%s: access granted", what)
 			}
 			return false
 		}
-		if down.CompareAndSwap(false, true) && c.cfg.Log != nil {
-			c.cfg.Log.Warningf("%s: cannot reach the API server, answering from what is known and retrying every %s: %v", what, retryEvery, err)
+		if ctx.Err() != nil {
+			return false
+		}
+		every := retryEvery
+		var status apierrors.APIStatus
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			if c.denied.CompareAndSwap(false, true) && c.cfg.Log != nil {
+				c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
+					"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
+			}
+			every = 5 * retryEvery
+		case errors.As(err, &status):
+			return false
+		default:
+			if c.apiDown.CompareAndSwap(false, true) && c.cfg.Log != nil {
+				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(retryEvery):
+		case <-time.After(every):
 			return true
 		}
 	}
