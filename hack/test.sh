@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Runs every check of the repository and exits non-zero when any fails:
+#   - gofmt over all tracked and untracked Go files (.cache excluded);
+#   - go vet and go test -race for the plugin's module;
+#   - go vet for the end-to-end module (test/e2e);
+#   - go build -race of CoreDNS with the plugin (./cmd/coredns);
+#   - the end-to-end tests: real etcd and kube-apiserver (built from source by
+#     hack/realenv/build.sh into .cache/bin, about 20 minutes the first time on
+#     2 cores, reused afterwards), the project's CoreDNS, and dig.
+# It installs dig (bind9-dnsutils) and a C compiler for -race when missing,
+# with apt-get when run as root. Full logs go to .cache/test-logs/.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export GOWORK=off
+logs=$top/.cache/test-logs
+mkdir -p "$logs"
+start=$SECONDS
+failed=()
+
+step() { printf '\n== %s\n' "$*"; }
+fail() { failed+=("$1"); echo "FAILED: $1"; }
+
+apt_install() {
+	local sudo=
+	if [ "$(id -u)" != 0 ]; then
+		if command -v sudo >/dev/null; then sudo="sudo -n"; else
+			echo "need root to apt-get install $*" >&2
+			return 1
+		fi
+	fi
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ! command -v dig >/dev/null; then
+	step "installing dig (apt-get install bind9-dnsutils)"
+	apt_install bind9-dnsutils
+fi
+if ! command -v "$(go env CC)" >/dev/null; then
+	step "installing a C compiler for go test -race (apt-get install gcc libc6-dev)"
+	apt_install gcc libc6-dev
+fi
+
+# Prints a go test log's result lines: packages, and tests that did not pass
+# (all tests with -v).
+results() { grep -E '^(ok|FAIL|---|panic:)|^\s+--- (FAIL|SKIP)' "$1" || true; }
+
+# gotest NAME DIR ARGS...: runs go test in DIR, logging to $logs/NAME.log.
+gotest() {
+	local name=$1 dir=$2 log=$logs/$1.log t0=$SECONDS
+	shift 2
+	step "go test $* ($dir)"
+	if (cd "$dir" && go test "$@") >"$log" 2>&1; then
+		results "$log"
+	else
+		cat "$log"
+		fail "$name (log: $log)"
+	fi
+	echo "($((SECONDS - t0))s)"
+}
+
+step "gofmt -l"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	mapfile -t gofiles < <(git ls-files --cached --others --exclude-standard -- '*.go' | grep -v '^\.cache/' || true)
+else
+	mapfile -t gofiles < <(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' | sed 's|^\./||')
+fi
+existing=()
+for f in "${gofiles[@]}"; do [ -f "$f" ] && existing+=("$f"); done
+if [ ${#existing[@]} -eq 0 ]; then
+	echo "no Go files"
+else
+	unformatted=$(gofmt -l "${existing[@]}")
+	if [ -n "$unformatted" ]; then
+		echo "not gofmt-ed:"
+		echo "$unformatted"
+		fail gofmt
+	else
+		echo "${#existing[@]} files formatted"
+	fi
+fi
+
+step "go vet ./... (plugin)"
+go vet ./... || fail "go vet (plugin)"
+
+gotest unit . -race -count=1 -timeout 20m ./...
+
+step "go vet ./... (test/e2e)"
+(cd test/e2e && go vet ./...) || fail "go vet (test/e2e)"
+
+# With the race detector: its packages are in the build cache from go test
+# -race already, and the end-to-end tests fail on any race CoreDNS reports.
+step "CoreDNS with the plugin (go build -race ./cmd/coredns)"
+t0=$SECONDS
+coredns_ok=true
+go build -race -o .cache/coredns-e2e-race ./cmd/coredns || { coredns_ok=false; fail "go build ./cmd/coredns"; }
+echo "($((SECONDS - t0))s)"
+
+step "kube-apiserver, etcd and kubectl (hack/realenv/build.sh)"
+t0=$SECONDS
+realenv_ok=true
+hack/realenv/build.sh || { realenv_ok=false; fail "hack/realenv/build.sh"; }
+echo "($((SECONDS - t0))s)"
+
+if $coredns_ok && $realenv_ok; then
+	E2E_COREDNS=$top/.cache/coredns-e2e-race gotest e2e test/e2e -count=1 -v -timeout 15m ./...
+fi
+
+step "summary ($((SECONDS - start))s)"
+if [ ${#failed[@]} -gt 0 ]; then
+	printf 'FAILED: %s\n' "${failed[@]}"
+	exit 1
+fi
+echo "all checks passed"

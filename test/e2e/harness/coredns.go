@@ -1,0 +1,407 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// BuildCoreDNS builds the project's CoreDNS (./cmd/coredns of repo) into
+// <repo>/.cache/coredns-e2e and returns its path. progress, when not nil,
+// hears what happens. When E2E_COREDNS names a binary (hack/test.sh builds it
+// before the tests, outside their timeout), that one is used instead.
+func BuildCoreDNS(repo string, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	if bin := os.Getenv("E2E_COREDNS"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("E2E_COREDNS: %w", err)
+		}
+		fmt.Fprintf(progress, "e2e: using CoreDNS %s (E2E_COREDNS)\n", bin)
+		return bin, nil
+	}
+	out := filepath.Join(repo, ".cache", "coredns-e2e")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	fmt.Fprintf(progress, "e2e: building CoreDNS: go build -o %s ./cmd/coredns (in %s)\n", out, repo)
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/coredns")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	stop := ticker(progress, "e2e: still building CoreDNS", start)
+	err := cmd.Run()
+	stop()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, buf.String())
+	}
+	fmt.Fprintf(progress, "e2e: built CoreDNS in %.0fs\n", time.Since(start).Seconds())
+	return out, nil
+}
+
+func ticker(w io.Writer, msg string, start time.Time) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "%s (%.0fs)\n", msg, time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// CoreDNSOptions say how to run CoreDNS.
+type CoreDNSOptions struct {
+	// Zones of the one server block; ["clusterset.local"] when empty.
+	Zones []string
+	// Port for DNS over UDP and TCP on 127.0.0.1; a free one when 0.
+	Port int
+	// Plugins is the body of the server block after `bind 127.0.0.1`,
+	// `errors`, `log` and (when the binary has it) `ready`, e.g. a
+	// `multicluster { ... }` block.
+	Plugins string
+	// Corefile, when set, replaces the generated Corefile; it receives the
+	// DNS port. It must bind to 127.0.0.1 itself.
+	Corefile func(port int) string
+	// SkipReady skips waiting for the ready plugin's 200 after the server
+	// answers; for tests of a plugin that must not become ready.
+	SkipReady bool
+	// Output, when not nil, also receives CoreDNS's stdout and stderr.
+	Output io.Writer
+}
+
+// CoreDNS is a running CoreDNS process.
+type CoreDNS struct {
+	Bin      string
+	Port     int
+	Corefile string
+	// ReadyURL is the ready plugin's endpoint, empty without it.
+	ReadyURL string
+
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // Wait's result, once done is closed
+	dir  string
+}
+
+// StartCoreDNS starts bin with a Corefile built from opts and waits until it
+// answers DNS on UDP and TCP and, unless opts.SkipReady, until its ready
+// plugin says it is ready. Stop it.
+func StartCoreDNS(bin string, opts CoreDNSOptions) (*CoreDNS, error) {
+	var lastErr error
+	for range 3 {
+		port := opts.Port
+		if port == 0 {
+			var err error
+			if port, err = FreePort(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := startCoreDNS(bin, port, opts)
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+		if opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
+	dir, err := os.MkdirTemp("", "e2e-coredns-")
+	if err != nil {
+		return nil, err
+	}
+	c := &CoreDNS{Bin: bin, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
+	if opts.Corefile != nil {
+		c.Corefile = opts.Corefile(port)
+	} else {
+		readyPort := 0
+		if hasPlugin(bin, "ready") && !opts.SkipReady {
+			if readyPort, err = FreeTCPPort(); err != nil {
+				return nil, err
+			}
+			c.ReadyURL = fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
+		}
+		c.Corefile = corefile(opts.Zones, port, readyPort, opts.Plugins)
+	}
+	conf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(conf, []byte(c.Corefile), 0o644); err != nil {
+		return nil, err
+	}
+	c.cmd = exec.Command(bin, "-conf", conf)
+	c.cmd.Dir = dir
+	var w io.Writer = c.out
+	if opts.Output != nil {
+		w = io.MultiWriter(c.out, opts.Output)
+	}
+	c.cmd.Stdout, c.cmd.Stderr = w, w
+	// Its own process group, so a terminal's Ctrl-C reaches only our
+	// process, which then stops CoreDNS; and killed should we die first.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+	if err := c.waitServing(30 * time.Second); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
+	}
+	if c.ReadyURL != "" {
+		if err := c.waitReady(60 * time.Second); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
+		}
+	}
+	return c, nil
+}
+
+func corefile(zones []string, port, readyPort int, plugins string) string {
+	if len(zones) == 0 {
+		zones = []string{"clusterset.local"}
+	}
+	keys := make([]string, len(zones))
+	for i, z := range zones {
+		keys[i] = strings.TrimSuffix(z, ".") + ":" + strconv.Itoa(port)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s {\n\tbind 127.0.0.1\n\terrors\n\tlog\n", strings.Join(keys, " "))
+	if readyPort != 0 {
+		fmt.Fprintf(&b, "\tready 127.0.0.1:%d\n", readyPort)
+	}
+	for line := range strings.Lines(strings.TrimSpace(plugins)) {
+		fmt.Fprintf(&b, "\t%s", line)
+	}
+	b.WriteString("\n}\n")
+	return b.String()
+}
+
+// MulticlusterBlock is a `multicluster` plugin block for the Corefile.
+func MulticlusterBlock(kubeconfig string, options ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "multicluster {\n\tkubeconfig %s\n", kubeconfig)
+	for _, o := range options {
+		fmt.Fprintf(&b, "\t%s\n", o)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+var pluginLists sync.Map // bin -> string
+
+// hasPlugin says whether `bin -plugins` lists the DNS plugin name.
+func hasPlugin(bin, name string) bool {
+	list, ok := pluginLists.Load(bin)
+	if !ok {
+		out, _ := exec.Command(bin, "-plugins").Output()
+		list, _ = pluginLists.LoadOrStore(bin, string(out))
+	}
+	for _, f := range strings.Fields(list.(string)) {
+		if f == name || f == "dns."+name { // "dns." in CoreDNS releases before 1.12
+			return true
+		}
+	}
+	return false
+}
+
+func (c *CoreDNS) exited() error {
+	select {
+	case <-c.done:
+		return fmt.Errorf("CoreDNS exited: %v", c.err)
+	default:
+		return nil
+	}
+}
+
+// waitServing waits until a query for the first zone's SOA gets any response
+// over UDP and over TCP.
+func (c *CoreDNS) waitServing(within time.Duration) error {
+	zone := "clusterset.local."
+	for _, f := range strings.Fields(c.Corefile) {
+		if h, _, ok := strings.Cut(f, ":"); ok && strings.Contains(h, ".") {
+			zone = dns.Fqdn(h)
+			break
+		}
+	}
+	return Poll(within, func() error {
+		if err := c.exited(); err != nil {
+			return Permanent(err)
+		}
+		for _, proto := range []string{"udp", "tcp"} {
+			m := new(dns.Msg)
+			m.SetQuestion(zone, dns.TypeSOA)
+			cl := &dns.Client{Net: proto, Timeout: time.Second}
+			if _, _, err := cl.Exchange(m, c.Addr()); err != nil {
+				return fmt.Errorf("CoreDNS does not answer over %s on %s: %w", proto, c.Addr(), err)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *CoreDNS) waitReady(within time.Duration) error {
+	cl := &http.Client{Timeout: time.Second}
+	return Poll(within, func() error {
+		if err := c.exited(); err != nil {
+			return Permanent(err)
+		}
+		resp, err := cl.Get(c.ReadyURL)
+		if err != nil {
+			return fmt.Errorf("CoreDNS is not ready: %w", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("CoreDNS is not ready: %s: %s", resp.Status, bytes.TrimSpace(body))
+		}
+		return nil
+	})
+}
+
+// Addr is CoreDNS's DNS address.
+func (c *CoreDNS) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)) }
+
+// Output is what CoreDNS printed so far.
+func (c *CoreDNS) Output() string { return c.out.String() }
+
+// Stop terminates CoreDNS: SIGTERM, then SIGKILL after 10 seconds.
+func (c *CoreDNS) Stop() error {
+	if c == nil || c.cmd == nil || c.cmd.Process == nil {
+		return nil
+	}
+	defer os.RemoveAll(c.dir)
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return errors.New("CoreDNS ignored SIGTERM for 10s and was killed")
+	}
+}
+
+// RunCoreDNS starts CoreDNS for a test and stops it when the test ends; when
+// the test failed, it logs the Corefile and CoreDNS's output first. A data
+// race reported by a CoreDNS built with -race fails the test.
+func RunCoreDNS(t testing.TB, bin string, opts CoreDNSOptions) *CoreDNS {
+	t.Helper()
+	c, err := TryRunCoreDNS(t, bin, opts)
+	if err != nil {
+		t.Fatalf("starting CoreDNS: %v", err)
+	}
+	return c
+}
+
+// TryRunCoreDNS is RunCoreDNS returning the error of a failed start.
+func TryRunCoreDNS(t testing.TB, bin string, opts CoreDNSOptions) (*CoreDNS, error) {
+	t.Helper()
+	c, err := StartCoreDNS(bin, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+		if races := dataRaces(c.Output()); races != "" {
+			t.Errorf("CoreDNS reported data races:\n%s", races)
+		}
+		if t.Failed() {
+			t.Logf("--- Corefile\n%s--- CoreDNS output\n%s", c.Corefile, Abridge(c.Output(), 60, 120))
+		}
+	})
+	return c, nil
+}
+
+// dataRaces extracts the race detector's reports from out.
+func dataRaces(out string) string {
+	const sep = "==================\n"
+	var b strings.Builder
+	for {
+		i := strings.Index(out, sep+"WARNING: DATA RACE")
+		if i < 0 {
+			return b.String()
+		}
+		out = out[i+len(sep):]
+		end := strings.Index(out, sep)
+		if end < 0 {
+			end = len(out)
+		}
+		b.WriteString(sep + out[:end] + sep)
+		out = out[end:]
+	}
+}
+
+// Dig asks this CoreDNS with dig.
+func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
+	return Dig(c.Port, name, qtype, extra...)
+}
+
+// Abridge keeps the first head and last tail lines of s; the query log of a
+// long poll would bury the rest.
+func Abridge(s string, head, tail int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= head+tail+1 {
+		return s
+	}
+	return strings.Join(lines[:head], "") +
+		fmt.Sprintf("[... %d lines left out ...]\n", len(lines)-head-tail) +
+		strings.Join(lines[len(lines)-tail:], "")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// ConfPath is the Corefile CoreDNS was started with; tests of the reload
+// plugin rewrite it.
+func (c *CoreDNS) ConfPath() string { return filepath.Join(c.dir, "Corefile") }

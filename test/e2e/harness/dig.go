@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// DigResult is dig's answer, parsed.
+type DigResult struct {
+	// Command and Output are what ran and what it printed.
+	Command string
+	Output  string
+
+	Rcode string   // NOERROR, NXDOMAIN, SERVFAIL, ...
+	Flags []string // header flags: qr, aa, tc, rd, ra, ...
+
+	Answer, Authority, Additional []dns.RR
+}
+
+// AA says whether the authoritative-answer flag is set.
+func (r *DigResult) AA() bool { return slices.Contains(r.Flags, "aa") }
+
+// NoData says whether this is NOERROR with an empty answer.
+func (r *DigResult) NoData() bool { return r.Rcode == "NOERROR" && len(r.Answer) == 0 }
+
+// String is the command and its output, for failure messages.
+func (r *DigResult) String() string { return "$ " + r.Command + "\n" + r.Output }
+
+// Records returns the RRs of every section.
+func (r *DigResult) Records() []dns.RR {
+	return slices.Concat(r.Answer, r.Authority, r.Additional)
+}
+
+var (
+	digStatus = regexp.MustCompile(`->>HEADER<<-.*\bstatus: ([A-Z]+)`)
+	digFlags  = regexp.MustCompile(`^;; flags:([^;]*);`)
+)
+
+// Dig runs the real dig against 127.0.0.1:port without recursion, one try of
+// two seconds, and parses its output. extra dig options such as "+tcp" come
+// before the name.
+func Dig(port int, name, qtype string, extra ...string) (*DigResult, error) {
+	args := []string{"@127.0.0.1", "-p", strconv.Itoa(port), "+norec", "+time=2", "+tries=1",
+		"+noall", "+comments", "+answer", "+authority", "+additional"}
+	args = append(append(args, extra...), name, qtype)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "dig", args...)
+	out, err := cmd.CombinedOutput()
+	r := &DigResult{Command: "dig " + strings.Join(args, " "), Output: string(out)}
+	if errors.Is(err, exec.ErrNotFound) {
+		return r, errors.New("dig is not installed (apt-get install bind9-dnsutils)")
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s: %v\n%s", r.Command, err, out)
+	}
+	if err := r.parse(); err != nil {
+		return r, fmt.Errorf("%s: %v\n%s", r.Command, err, out)
+	}
+	return r, nil
+}
+
+func (r *DigResult) parse() error {
+	var section *[]dns.RR
+	s := bufio.NewScanner(strings.NewReader(r.Output))
+	for s.Scan() {
+		line := strings.TrimSpace(s.Text())
+		switch {
+		case line == "":
+			continue
+		case digStatus.MatchString(line):
+			r.Rcode = digStatus.FindStringSubmatch(line)[1]
+		case digFlags.MatchString(line):
+			r.Flags = strings.Fields(digFlags.FindStringSubmatch(line)[1])
+		case line == ";; ANSWER SECTION:":
+			section = &r.Answer
+		case line == ";; AUTHORITY SECTION:":
+			section = &r.Authority
+		case line == ";; ADDITIONAL SECTION:":
+			section = &r.Additional
+		case strings.HasPrefix(line, ";"):
+			if strings.HasSuffix(line, "SECTION:") {
+				section = nil // OPT PSEUDOSECTION, QUESTION SECTION
+			}
+		default:
+			if section == nil {
+				return fmt.Errorf("record outside a section: %q", line)
+			}
+			rr, err := dns.NewRR(line)
+			if err != nil {
+				return fmt.Errorf("parsing %q: %v", line, err)
+			}
+			if rr != nil {
+				*section = append(*section, rr)
+			}
+		}
+	}
+	if r.Rcode == "" {
+		return errors.New("no status in dig's output")
+	}
+	return nil
+}
+
+// Brief renders rr without TTL and class, lower-cased, for comparisons:
+// "web.demo.svc.clusterset.local. a 10.42.0.10".
+func Brief(rr dns.RR) string {
+	h := rr.Header()
+	rdata := strings.TrimPrefix(rr.String(), h.String())
+	return strings.ToLower(dns.Fqdn(h.Name) + " " + dns.TypeToString[h.Rrtype] + " " + strings.TrimSpace(rdata))
+}
+
+// Briefs renders every RR with Brief, sorted.
+func Briefs(rrs []dns.RR) []string {
+	out := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		out = append(out, Brief(rr))
+	}
+	slices.Sort(out)
+	return out
+}

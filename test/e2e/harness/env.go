@@ -1,0 +1,297 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+func init() {
+	// envtest logs through controller-runtime's logger; errors it logs are
+	// also returned, so silence it rather than have it complain it is unset.
+	logf.SetLogger(logr.Discard())
+}
+
+// Options say how to start the control plane. The zero value installs the
+// CRDs of <repo>/deploy/crds.
+type Options struct {
+	// Repo is the plugin's checkout; RepoRoot() when empty.
+	Repo string
+	// BinDir holds kube-apiserver, etcd and kubectl; <repo>/.cache/bin when
+	// empty (hack/realenv/build.sh fills it). KUBEBUILDER_ASSETS wins over both.
+	BinDir string
+	// CRDDirectoryPaths are read for CRDs; [<repo>/deploy/crds] when both
+	// this and CRDs are empty.
+	CRDDirectoryPaths []string
+	// CRDs are installed as well, for tests that need a changed CRD.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Output receives etcd's and kube-apiserver's output; discarded when nil.
+	Output io.Writer
+}
+
+// Env is a running etcd and kube-apiserver, listening on 127.0.0.1 only, with
+// RBAC authorization, and admin clients for it.
+type Env struct {
+	Repo   string
+	BinDir string
+
+	// Config, Dynamic, Clientset and Mapper act as a system:masters admin.
+	Config    *rest.Config
+	Dynamic   dynamic.Interface
+	Clientset kubernetes.Interface
+	Mapper    *restmapper.DeferredDiscoveryRESTMapper
+
+	// CRDs are the CRDs installed at start.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+
+	testEnv *envtest.Environment
+	tmp     string
+}
+
+// Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
+func Start(opts Options) (*Env, error) {
+	repo := opts.Repo
+	if repo == "" {
+		var err error
+		if repo, err = RepoRoot(); err != nil {
+			return nil, err
+		}
+	}
+	bin := opts.BinDir
+	if bin == "" {
+		bin = filepath.Join(repo, ".cache", "bin")
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		for _, name := range []string{"etcd", "kube-apiserver"} {
+			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+				return nil, fmt.Errorf("%s is missing in %s: run hack/realenv/build.sh first", name, bin)
+			}
+		}
+	}
+	crdPaths := opts.CRDDirectoryPaths
+	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
+		crdPaths = []string{filepath.Join(repo, "deploy", "crds")}
+	}
+
+	// Every listener on 127.0.0.1, chosen here rather than by name lookup of
+	// "localhost", and RBAC stated rather than left to a default.
+	ports, err := freeTCPPorts(3) // etcd clients, etcd peers, kube-apiserver
+	if err != nil {
+		return nil, err
+	}
+	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
+
+	tmp, err := os.MkdirTemp("", "e2e-env-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Repo: repo, BinDir: bin, tmp: tmp}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory:    bin,
+		CRDDirectoryPaths:        crdPaths,
+		CRDs:                     opts.CRDs,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	te.CRDInstallOptions.MaxTime = 60 * time.Second
+	api := te.ControlPlane.GetAPIServer()
+	api.SecureServing.Address = "127.0.0.1"
+	api.SecureServing.Port = strconv.Itoa(apiPort)
+	api.Configure().
+		Set("authorization-mode", "RBAC").
+		// The address published in the kubernetes Service's endpoints.
+		// Loopback is refused there unless nothing publishes them.
+		Set("advertise-address", "127.0.0.1").
+		Set("endpoint-reconciler-type", "none")
+	etcd := &envtest.Etcd{URL: loopbackURL("http", etcdPort)}
+	etcd.Configure().Set("listen-peer-urls", loopbackURL("http", peerPort).String())
+	te.ControlPlane.Etcd = etcd
+	// Their output goes to opts.Output, and its tail into the error should
+	// they fail to start.
+	tail := &tailBuffer{max: 32 << 10}
+	var out io.Writer = tail
+	if opts.Output != nil {
+		out = io.MultiWriter(tail, opts.Output)
+	}
+	api.Out, api.Err = prefixed(out, "kube-apiserver: "), prefixed(out, "kube-apiserver: ")
+	etcd.Out, etcd.Err = prefixed(out, "etcd: "), prefixed(out, "etcd: ")
+
+	e.testEnv = te
+	cfg, err := te.Start()
+	if err != nil {
+		_ = te.Stop()
+		_ = os.RemoveAll(tmp)
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w\n--- their output's end\n%s", bin, err, tail)
+	}
+	e.CRDs = te.CRDs
+	cfg.QPS, cfg.Burst = 200, 400
+	e.Config = cfg
+	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return e, nil
+}
+
+// Stop stops kube-apiserver and etcd and removes their files.
+func (e *Env) Stop() error {
+	if e == nil || e.testEnv == nil {
+		return nil
+	}
+	err := e.testEnv.Stop()
+	e.testEnv = nil
+	return errors.Join(err, os.RemoveAll(e.tmp))
+}
+
+// APIServerURL is where kube-apiserver listens.
+func (e *Env) APIServerURL() string { return e.Config.Host }
+
+// KubectlPath is the kubectl built next to kube-apiserver.
+func (e *Env) KubectlPath() string { return filepath.Join(e.BinDir, "kubectl") }
+
+// InstallCRDs creates or updates CRDs, read from files or directories and
+// given as objects, and waits until their served versions are discovered.
+// For tests that change a CRD's versions while the plugin runs.
+func (e *Env) InstallCRDs(paths []string, crds ...*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	installed, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
+		Paths:              paths,
+		CRDs:               crds,
+		ErrorIfPathMissing: true,
+		MaxTime:            60 * time.Second,
+	})
+	e.Mapper.Reset()
+	return installed, err
+}
+
+// WriteAdminKubeconfig writes a kubeconfig for the admin to path.
+func (e *Env) WriteAdminKubeconfig(path string) error {
+	return writeKubeconfig(path, "envtest-admin", e.Config)
+}
+
+// TempDir is a directory removed by Stop.
+func (e *Env) TempDir() string { return e.tmp }
+
+// Context returns a context bounded by d, for API calls from tests.
+func Context(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// FreeTCPPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreeTCPPort() (int, error) {
+	ports, err := freeTCPPorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
+// freeTCPPorts returns n distinct TCP ports on 127.0.0.1, free a moment ago.
+func freeTCPPorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close() // held until all are chosen, so they differ
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment ago.
+func FreePort() (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("found no port free for both UDP and TCP on 127.0.0.1")
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// prefixed prefixes every line written to w; klog and etcd write whole lines.
+func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w: w, prefix: prefix} }
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	var buf bytes.Buffer
+	for line := range bytes.Lines(b) {
+		buf.WriteString(p.prefix)
+		buf.Write(line)
+	}
+	if _, err := p.w.Write(buf.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func loopbackURL(scheme string, port int) *url.URL {
+	return &url.URL{Scheme: scheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"slices"
+	"testing"
+)
+
+// Output of dig 9.18 with +noall +comments +answer +authority +additional.
+const digOutput = `;; Got answer:
+;; WARNING: .local is reserved for Multicast DNS
+;; You are currently testing what happens when an mDNS query is leaked to DNS
+;; ->>HEADER<<- opcode: QUERY, status: NOERROR, id: 40060
+;; flags: qr aa; QUERY: 1, ANSWER: 2, AUTHORITY: 0, ADDITIONAL: 2
+
+;; OPT PSEUDOSECTION:
+; EDNS: version: 0, flags:; udp: 1232
+;; ANSWER SECTION:
+_pg._tcp.db.demo.svc.clusterset.local. 5 IN SRV	0 50 5432 db-0.west.db.demo.svc.clusterset.local.
+_pg._tcp.db.demo.svc.clusterset.local. 5 IN SRV	0 50 5432 fd00-2--23.east.prod.db.demo.svc.clusterset.local.
+
+;; AUTHORITY SECTION:
+clusterset.local.	5	IN	SOA	ns.dns.clusterset.local. hostmaster.clusterset.local. 1796217364 7200 1800 86400 5
+
+;; ADDITIONAL SECTION:
+db-0.west.db.demo.svc.clusterset.local.	5 IN A	10.1.0.11
+fd00-2--23.east.prod.db.demo.svc.clusterset.local. 5 IN	AAAA fd00:2::23
+`
+
+func TestDigParse(t *testing.T) {
+	r := &DigResult{Output: digOutput}
+	if err := r.parse(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != "NOERROR" || !r.AA() || !slices.Equal(r.Flags, []string{"qr", "aa"}) {
+		t.Errorf("rcode %s, flags %v", r.Rcode, r.Flags)
+	}
+	if got, want := Briefs(r.Answer), []string{
+		"_pg._tcp.db.demo.svc.clusterset.local. srv 0 50 5432 db-0.west.db.demo.svc.clusterset.local.",
+		"_pg._tcp.db.demo.svc.clusterset.local. srv 0 50 5432 fd00-2--23.east.prod.db.demo.svc.clusterset.local.",
+	}; !slices.Equal(got, want) {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+	if len(r.Authority) != 1 || r.Authority[0].Header().Ttl != 5 {
+		t.Errorf("authority %v", r.Authority)
+	}
+	if got, want := Briefs(r.Additional), []string{
+		"db-0.west.db.demo.svc.clusterset.local. a 10.1.0.11",
+		"fd00-2--23.east.prod.db.demo.svc.clusterset.local. aaaa fd00:2::23",
+	}; !slices.Equal(got, want) {
+		t.Errorf("additional %q, want %q", got, want)
+	}
+}
+
+func TestReadObjectsOrder(t *testing.T) {
+	objs, err := DecodeYAML([]byte(`
+# a comment only
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s, namespace: ns1}
+addressType: IPv4
+endpoints: []
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns1}
+---
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	SortForCreation(objs)
+	if len(objs) != 2 || objs[0].GetKind() != "Namespace" {
+		t.Errorf("got %d objects, first %s", len(objs), objs[0].GetKind())
+	}
+}
+
+func TestClusterRoleFromFile(t *testing.T) {
+	repo, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := ClusterRoleFromFile(repo + "/deploy/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != PluginUser {
+		t.Errorf("ClusterRole %s, want %s", role.Name, PluginUser)
+	}
+}
+
+func TestDataRaces(t *testing.T) {
+	out := "[INFO] up\n==================\nWARNING: DATA RACE\nWrite at 0x1 by goroutine 7:\n  main.f()\n==================\n[INFO] more\n"
+	want := "==================\nWARNING: DATA RACE\nWrite at 0x1 by goroutine 7:\n  main.f()\n==================\n"
+	if got := dataRaces(out); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := dataRaces("[INFO] fine\n"); got != "" {
+		t.Errorf("got %q for no race", got)
+	}
+}

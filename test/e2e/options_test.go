@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// TestTTL: the configured ttl is on every record of every section. It also
+// names the kubeconfig's context explicitly.
+func TestTTL(t *testing.T) {
+	const ttl = 30
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig+" "+plugin.Context, "ttl 30"),
+	})
+	waitForTestdata(t, c)
+	for _, q := range [][2]string{
+		{n("web.demo"), "A"},
+		{n("dual.demo"), "SRV"},
+		{n("db.demo"), "SRV"},
+		{n("db-0.east.prod.db.demo"), "A"},
+		{n("web.demo"), "AAAA"},
+		{n("nosuch.demo"), "A"},
+		{"dns-version." + apex, "TXT"},
+		{apex, "NS"},
+		{apex, "SOA"},
+	} {
+		r := dig(t, c, q[0], q[1])
+		if r.Rcode != "NOERROR" && r.Rcode != "NXDOMAIN" || !r.AA() {
+			t.Errorf("%s %s: want NOERROR or NXDOMAIN with AA:\n%s", q[0], q[1], r)
+		}
+		if len(r.Records()) == 0 {
+			t.Errorf("%s %s: no records at all:\n%s", q[0], q[1], r)
+		}
+		for _, rr := range r.Records() {
+			if rr.Header().Ttl != ttl {
+				t.Errorf("%s %s: TTL %d, want %d: %s\n%s", q[0], q[1], rr.Header().Ttl, ttl, rr, r)
+			}
+		}
+	}
+}
+
+// TestFallthrough: with fallthrough, names the plugin does not have
+// (NXDOMAIN) go to the next plugin, here whoami; NODATA and answers stay.
+func TestFallthrough(t *testing.T) {
+	c, err := harness.TryRunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig, "fallthrough") + "whoami\n",
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "whoami") {
+			t.Skipf("this CoreDNS lacks whoami: %v", err)
+		}
+		t.Fatal(err)
+	}
+	waitForTestdata(t, c)
+
+	// whoami answers NOERROR, not authoritative, with the client's address
+	// in the additional section.
+	r := dig(t, c, n("nosuch.demo"), "A")
+	if r.Rcode != "NOERROR" || len(r.Additional) == 0 || !strings.Contains(r.Output, "127.0.0.1") {
+		t.Errorf("NXDOMAIN did not fall through to whoami:\n%s", r)
+	}
+	expect(t, c, defaultTTL, n("web.demo"), "A", findCase(t, n("web.demo"), "A").want)
+	expect(t, c, defaultTTL, n("web.demo"), "AAAA", nodata())
+	expect(t, c, defaultTTL, n("west.db.demo"), "A", nodata())
+}

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// cutter is a TCP proxy to the API server that a test can cut: while cut, it
+// refuses connections and has reset every open one, as a dead kube-apiserver
+// would.
+type cutter struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	t.Helper()
+	c := &cutter{target: target, conns: map[net.Conn]struct{}{}}
+	if err := c.listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	c.addr = c.ln.Addr().String()
+	t.Cleanup(c.cut)
+	return c
+}
+
+func (c *cutter) listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.ln = ln
+	c.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", c.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns[in], c.conns[out] = struct{}{}, struct{}{}
+			c.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return nil
+}
+
+// cut closes the listener and every connection.
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ln != nil {
+		c.ln.Close()
+		c.ln = nil
+	}
+	for conn := range c.conns {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // reset, as a killed process's sockets are
+		}
+		conn.Close()
+		delete(c.conns, conn)
+	}
+}
+
+// restore listens again on the same address.
+func (c *cutter) restore(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, 10*time.Second, func() error { return c.listen(c.addr) })
+}
+
+// TestAPIOutage cuts the plugin off the API server for 12 seconds under
+// steady queries: every known name keeps its answer; when the API server is
+// back, the watches resume by themselves and a new ServiceImport resolves
+// within 5 seconds.
+func TestAPIOutage(t *testing.T) {
+	ctx, cancel := harness.Context(3 * time.Minute)
+	defer cancel()
+	const ns = "outage"
+	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
+	importYAML := func(name, ip string) string {
+		return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1alpha2
+kind: ServiceImport
+metadata: {name: %s, namespace: %s}
+spec: {}
+type: ClusterSetIP
+ips: [%s]
+ports: [{name: http, protocol: TCP, port: 80}]
+`, name, ns, ip)
+	}
+	for i := range 5 {
+		apply(t, importYAML(fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
+	}
+
+	// The plugin's kubeconfig, pointed at the proxy.
+	u, err := url.Parse(env.APIServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutter(t, u.Host)
+	kc, err := clientcmd.LoadFromFile(plugin.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + proxy.addr
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
+		t.Fatal(err)
+	}
+	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(kcPath)})
+
+	p := &prober{addr: dnsSrv.Addr(), want: map[string]string{}}
+	for i := range 5 {
+		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
+		eventually(t, dnsSrv, name, "A", want{answer: []string{a(name, fmt.Sprintf("10.70.0.%d", i+1))}})
+		p.expect(name, fmt.Sprintf("10.70.0.%d", i+1))
+	}
+	pctx, stopProbe := context.WithCancel(ctx)
+	probeDone := make(chan struct{})
+	go func() { defer close(probeDone); p.run(pctx) }()
+
+	proxy.cut()
+	cutAt := time.Now()
+	// A change made during the outage must arrive once it is over.
+	apply(t, importYAML("during", "10.70.1.1"))
+	for time.Since(cutAt) < 12*time.Second {
+		r := dig(t, dnsSrv, "svc0."+ns+".svc.clusterset.local.", "A")
+		if err := (want{answer: []string{a("svc0."+ns+".svc.clusterset.local.", "10.70.0.1")}}).check(r, defaultTTL); err != nil {
+			t.Errorf("during the outage: %v\n%s", err, r)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	proxy.restore(t)
+	back := time.Now()
+	apply(t, importYAML("after", "10.70.2.1"))
+	var seen time.Duration
+	for _, name := range []string{"during", "after"} {
+		fq := name + "." + ns + ".svc.clusterset.local."
+		harness.Eventually(t, 30*time.Second, func() error {
+			r, err := dnsSrv.Dig(fq, "A")
+			if err != nil {
+				return err
+			}
+			return (want{answer: []string{a(fq, map[string]string{"during": "10.70.1.1", "after": "10.70.2.1"}[name])}}).check(r, defaultTTL)
+		})
+	}
+	seen = time.Since(back)
+	stopProbe()
+	<-probeDone
+	msg := fmt.Sprintf("outage: %.0fs cut off, %d lookups, %d failed; new imports answered %.2fs after the API server came back",
+		back.Sub(cutAt).Seconds(), p.total.Load(), p.failed.Load(), seen.Seconds())
+	t.Log(msg)
+	fmt.Println(msg)
+	for _, s := range p.samples {
+		t.Error(s)
+	}
+	if seen > 5*time.Second {
+		t.Errorf("new imports took %v after the outage, want at most 5s", seen)
+	}
+	if _, err := env.Dynamic.Resource(siV2).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

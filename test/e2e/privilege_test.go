@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// With less than list and watch on its two resources the plugin logs one
+// clear permission error, stays not ready and answers SERVFAIL, without
+// crashing or flooding the log; granted the role, it recovers by itself.
+func TestTooFewPermissions(t *testing.T) {
+	ctx, cancel := harness.Context(3 * time.Minute)
+	defer cancel()
+	const user = "coredns-multicluster-getonly"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get"}},
+		},
+	}
+	id, err := env.Identity(ctx, user, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readyPort, err := harness.FreeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		SkipReady: true,
+		Corefile: func(port int) string {
+			return fmt.Sprintf("clusterset.local:%d {\n\tbind 127.0.0.1\n\terrors\n\tready 127.0.0.1:%d\n\t%s}\n",
+				port, readyPort, strings.ReplaceAll(harness.MulticlusterBlock(id.Kubeconfig, "startup_timeout 1s"), "\n", "\n\t"))
+		},
+	})
+	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
+	ready := func() bool {
+		resp, err := http.Get(readyURL)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+
+	const name = "web.demo.svc.clusterset.local."
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := dig(t, dnsSrv, name, "A"); r.Rcode != "SERVFAIL" {
+			t.Fatalf("without permission: %s, want SERVFAIL\n%s", r.Rcode, r)
+		}
+		if ready() {
+			t.Fatal("ready without permission")
+		}
+		time.Sleep(time.Second)
+	}
+	out := dnsSrv.Output()
+	if n := strings.Count(out, "permission denied"); n != 1 {
+		t.Errorf("%d permission errors logged, want 1:\n%s", n, out)
+	}
+	if strings.Contains(out, "panic") {
+		t.Errorf("panic:\n%s", out)
+	}
+	if lines := strings.Count(out, "\n"); lines > 25 {
+		t.Errorf("%d log lines in 12s: a flood\n%s", lines, harness.Abridge(out, 20, 20))
+	}
+
+	// Grant the plugin's role: it recovers without a restart.
+	pluginRole, err := harness.ClusterRoleFromFile(filepath.Join(env.Repo, "deploy", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-granted"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginRole.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := env.Clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, func() error {
+		if !ready() {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	r := dig(t, dnsSrv, name, "A")
+	if r.Rcode != "NOERROR" || len(r.Answer) == 0 {
+		t.Errorf("after the grant: %s", r)
+	}
+}

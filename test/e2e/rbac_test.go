@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// TestPluginIdentityIsLeastPrivilege: the identity the plugin's CoreDNS runs
+// as may list and watch ServiceImports and EndpointSlices, and nothing else;
+// RBAC is really enforced.
+func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
+	ctx, cancel := harness.Context(time.Minute)
+	defer cancel()
+	const mcs, discovery = "multicluster.x-k8s.io", "discovery.k8s.io"
+	for _, tc := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: "serviceimports"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Resource: "serviceimports"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Group: discovery, Resource: "endpointslices"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "watch", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Resource: "serviceimports", Namespace: "demo", Name: "web"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Group: mcs, Resource: "serviceimports", Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Resource: "serviceimports", Subresource: "status", Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "delete", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "services"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "endpoints"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "namespaces"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: "serviceexports"}, false},
+	} {
+		got, err := plugin.Can(ctx, tc.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s may %s %s/%s (ns %q, name %q): %v, want %v", plugin.Name,
+				tc.attrs.Verb, tc.attrs.Group, tc.attrs.Resource, tc.attrs.Namespace, tc.attrs.Name, got, tc.want)
+		}
+	}
+
+	// And the real calls.
+	dyn, err := dynamic.NewForConfig(plugin.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := schema.GroupVersionResource{Group: mcs, Version: "v1alpha2", Resource: "serviceimports"}
+	if _, err := dyn.Resource(si).Namespace("demo").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get ServiceImport demo/web as %s: %v, want Forbidden", plugin.Name, err)
+	}
+	if _, err := plugin.Clientset.CoreV1().Services("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list Services as %s: %v, want Forbidden", plugin.Name, err)
+	}
+	list, err := dyn.Resource(si).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list ServiceImports as %s: %v", plugin.Name, err)
+	}
+	if len(list.Items) < 4 {
+		t.Errorf("list ServiceImports as %s: %d items, want testdata's 4 or more", plugin.Name, len(list.Items))
+	}
+	if _, err := plugin.Clientset.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list EndpointSlices as %s: %v", plugin.Name, err)
+	}
+}

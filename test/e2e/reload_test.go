@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// goroutines reads the goroutine count from the pprof plugin.
+func goroutines(pprofPort int) (int, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", pprofPort))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	head := make([]byte, 100)
+	n, _ := io.ReadFull(resp.Body, head)
+	first, _, _ := strings.Cut(string(head[:n]), "\n")
+	total, ok := strings.CutPrefix(first, "goroutine profile: total ")
+	if !ok {
+		return 0, fmt.Errorf("unexpected profile: %q", first)
+	}
+	return strconv.Atoi(strings.TrimSpace(total))
+}
+
+// Reloading the Corefile five times must not leak informers or goroutines:
+// each reload stops the old plugin instance's informers.
+func TestReloadLeaksNothing(t *testing.T) {
+	pprofPort, err := harness.FreeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := func(port, ttl int) string {
+		return fmt.Sprintf("clusterset.local:%d {\n\tbind 127.0.0.1\n\terrors\n\treload 2s 1s\n\tpprof 127.0.0.1:%d\n\t%s}\n",
+			port, pprofPort, strings.ReplaceAll(harness.MulticlusterBlock(plugin.Kubeconfig, fmt.Sprintf("ttl %d", ttl)), "\n", "\n\t"))
+	}
+	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Corefile: func(port int) string { return conf(port, 10) }})
+	const name = "web.demo.svc.clusterset.local."
+	ttlIs := func(ttl uint32) func() error {
+		return func() error {
+			r, err := dnsSrv.Dig(name, "A")
+			if err != nil {
+				return err
+			}
+			if r.Rcode != "NOERROR" || len(r.Answer) == 0 || r.Answer[0].Header().Ttl != ttl {
+				return fmt.Errorf("want ttl %d: %s", ttl, r)
+			}
+			return nil
+		}
+	}
+	harness.Eventually(t, 30*time.Second, ttlIs(10))
+	// Let start-up settle before the first count.
+	time.Sleep(2 * time.Second)
+	before, err := goroutines(pprofPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		ttl := 10 + i
+		if err := os.WriteFile(dnsSrv.ConfPath(), []byte(conf(dnsSrv.Port, ttl)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 30*time.Second, ttlIs(uint32(ttl)))
+	}
+	time.Sleep(2 * time.Second)
+	var after int
+	harness.Eventually(t, 20*time.Second, func() error {
+		var err error
+		if after, err = goroutines(pprofPort); err != nil {
+			return err
+		}
+		if after > before+5 {
+			return fmt.Errorf("%d goroutines after 5 reloads, %d before", after, before)
+		}
+		return nil
+	})
+	msg := fmt.Sprintf("reload: %d goroutines before, %d after 5 reloads", before, after)
+	t.Log(msg)
+	fmt.Println(msg)
+}
