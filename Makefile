@@ -1,0 +1,33 @@
+# CoreDNS with the multicluster plugin, and its container image.
+#
+#   make coredns     bin/coredns: static, built exactly as the Dockerfile builds it
+#   make image       the image, with a container engine (docker build)
+#   make image-tar   the same image without an engine: .cache/coredns-multicluster.tar,
+#                    for `docker load -i` or `ctr -n k8s.io image import` (hack/image.sh)
+#
+# Tests: hack/test.sh. The end-to-end tests build the image tarball too
+# (test/e2e/image_test.go).
+
+IMAGE  ?= ghcr.io/clustersetdns/coredns-multicluster:latest
+DOCKER ?= docker
+
+export GOWORK := off
+
+.PHONY: coredns image image-tar clean
+
+# One build, three places: here, the Dockerfile and hack/image.sh.
+coredns:
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/coredns ./cmd/coredns
+
+image:
+	@$(DOCKER) info >/dev/null 2>&1 || { \
+		echo "no container engine answers '$(DOCKER) info': 'make image-tar' builds the image without one" >&2; \
+		exit 1; }
+	$(DOCKER) build -t $(IMAGE) \
+		--label org.opencontainers.image.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
+
+image-tar:
+	IMAGE=$(IMAGE) hack/image.sh
+
+clean:
+	rm -rf bin .cache/coredns-static .cache/coredns-multicluster.tar

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// staticHello builds a static Go program, as the Dockerfile builds CoreDNS.
+func staticHello(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hello.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, src)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestImage(t *testing.T) {
+	bin := staticHello(t)
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	img, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+	}
+	if !cf.Created.Time.Equal(created) {
+		t.Errorf("created %v, want %v", cf.Created.Time, created)
+	}
+	c := cf.Config
+	if c.User != "65532:65532" || !slices.Equal(c.Entrypoint, []string{"/coredns"}) || len(c.Cmd) != 0 {
+		t.Errorf("user %q, entrypoint %q, cmd %q; want 65532:65532, [/coredns], none", c.User, c.Entrypoint, c.Cmd)
+	}
+	if got := slices.Sorted(maps.Keys(c.ExposedPorts)); !slices.Equal(got, []string{"53/tcp", "53/udp"}) {
+		t.Errorf("exposed ports %q", got)
+	}
+	wantLabels := maps.Clone(Labels)
+	wantLabels["org.opencontainers.image.revision"] = "abc123"
+	if !maps.Equal(c.Labels, wantLabels) {
+		t.Errorf("labels %v, want %v", c.Labels, wantLabels)
+	}
+	if len(cf.History) != 1 || len(cf.RootFS.DiffIDs) != 1 {
+		t.Errorf("history %v, diff IDs %v; want one of each", cf.History, cf.RootFS.DiffIDs)
+	}
+
+	// Through the tarball and back, as docker load would read it.
+	out := filepath.Join(t.TempDir(), "sub", "image.tar")
+	ref := name.MustParseReference(DefaultTag).(name.Tag)
+	if err := Write(out, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	back, err := tarball.ImageFromPath(out, &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	if got, err := back.Digest(); err != nil || got != want {
+		t.Errorf("digest read back %v (%v), want %v", got, err, want)
+	}
+	layers, err := back.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers (%v), want 1", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	hdr, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Name != "coredns" || hdr.Typeflag != tar.TypeReg || hdr.Mode != 0o755 || hdr.Uid != 65532 || hdr.Gid != 65532 || !hdr.ModTime.Equal(created) {
+		t.Errorf("layer entry %q type %c mode %o owner %d:%d mtime %v", hdr.Name, hdr.Typeflag, hdr.Mode, hdr.Uid, hdr.Gid, hdr.ModTime)
+	}
+	// getfattr -e base64 -n security.capability after setcap cap_net_bind_service=+ep
+	if got := hdr.PAXRecords["SCHILY.xattr.security.capability"]; got != "\x01\x00\x00\x02\x00\x04\x00\x00"+string(make([]byte, 12)) {
+		t.Errorf("security.capability %q", got)
+	}
+	content, _ := io.ReadAll(tr)
+	orig, _ := os.ReadFile(bin)
+	if !bytes.Equal(content, orig) {
+		t.Errorf("/coredns holds %d bytes, want the binary's %d", len(content), len(orig))
+	}
+	if _, err := tr.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("more than one entry in the layer: %v", err)
+	}
+
+	// Reproducible: the same input gives the same image.
+	again, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := again.Digest(); d != want {
+		t.Errorf("second build %v, first %v", d, want)
+	}
+}
+
+func TestWithoutCapability(t *testing.T) {
+	layer, err := Layer([]byte("x"), time.Unix(0, 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := tar.NewReader(bytes.NewReader(layer)).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hdr.PAXRecords) != 0 {
+		t.Errorf("PAX records %v, want none", hdr.PAXRecords)
+	}
+}
+
+func TestRefusesWhatCannotRun(t *testing.T) {
+	text := filepath.Join(t.TempDir(), "coredns")
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StaticArch(text); err == nil {
+		t.Error("a shell script was accepted")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	f, err := elf.Open(sh)
+	if err != nil {
+		t.Skipf("%s is no ELF file", sh)
+	}
+	defer f.Close()
+	if f.Section(".interp") == nil {
+		t.Skipf("%s is static", sh)
+	}
+	if _, err := StaticArch(sh); err == nil {
+		t.Errorf("the dynamic %s was accepted", sh)
+	}
+}
+
+func TestSourceDateEpoch(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if got, err := sourceDateEpoch(); err != nil || got.Unix() != 0 {
+		t.Errorf("unset: %v, %v", got, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1767322800")
+	if got, err := sourceDateEpoch(); err != nil || got.Unix() != 1767322800 {
+		t.Errorf("set: %v, %v", got, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
+	if _, err := sourceDateEpoch(); err == nil {
+		t.Error("yesterday accepted")
+	}
+}
