@@ -94,14 +94,7 @@ func (m *Multicluster) lookup(state request.Request, qname string, zi, fi int) (
 	case kindNone:
 		return nil, nil, nameError
 	case kindApex:
-		switch qtype {
-		case dns.TypeSOA:
-			return []dns.RR{m.soa(zi)}, nil, success
-		case dns.TypeNS:
-			ns := m.ns(zi)
-			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
-		}
-		return nil, nil, noData
+		return m.apex(state, zi)
 	case kindDNSVersion:
 		if qtype == dns.TypeTXT {
 			return []dns.RR{&dns.TXT{Hdr: m.hdr(qname, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}, nil, success
@@ -132,6 +125,18 @@ func (m *Multicluster) lookup(state request.Request, qname string, zi, fi int) (
 		return nil, nil, noData
 	}
 	return nil, nil, nameError
+}
+
+// apex answers at the apex of the zone at index zi: SOA and NS.
+func (m *Multicluster) apex(state request.Request, zi int) ([]dns.RR, []dns.RR, result) {
+	switch state.QType() {
+	case dns.TypeSOA:
+		return []dns.RR{m.soa(zi)}, nil, success
+	case dns.TypeNS:
+		ns := m.ns(zi)
+		return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
+	}
+	return nil, nil, noData
 }
 
 func answersFor(a *cache.Answers, qtype uint16) ([]dns.RR, []dns.RR, result) {

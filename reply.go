@@ -69,27 +69,26 @@ func (rep *reply) records(rs []dns.RR, owner string) []dns.RR {
 func (rep *reply) clone(rr dns.RR, left int) dns.RR {
 	switch v := rr.(type) {
 	case *dns.A:
-		if len(rep.a) == cap(rep.a) {
-			rep.a = make([]dns.A, 0, left)
-		}
-		rep.a = append(rep.a, *v)
-		return &rep.a[len(rep.a)-1]
+		return push(&rep.a, *v, left)
 	case *dns.AAAA:
-		if len(rep.aaaa) == cap(rep.aaaa) {
-			rep.aaaa = make([]dns.AAAA, 0, left)
-		}
-		rep.aaaa = append(rep.aaaa, *v)
-		return &rep.aaaa[len(rep.aaaa)-1]
+		return push(&rep.aaaa, *v, left)
 	case *dns.SRV:
-		if len(rep.srv) == cap(rep.srv) {
-			rep.srv = make([]dns.SRV, 0, left)
-		}
-		rep.srv = append(rep.srv, *v)
-		return &rep.srv[len(rep.srv)-1]
+		return push(&rep.srv, *v, left)
 	case *dns.SOA:
 		if v == &rep.soa {
 			return v
 		}
 	}
 	return dns.Copy(rr)
+}
+
+// push appends v to buf, in a new block of capacity left when buf is full (the
+// records already handed out keep pointing into the old one), and returns
+// where v now is.
+func push[T any](buf *[]T, v T, left int) *T {
+	if len(*buf) == cap(*buf) {
+		*buf = make([]T, 0, left)
+	}
+	*buf = append(*buf, v)
+	return &(*buf)[len(*buf)-1]
 }

@@ -13,14 +13,7 @@ import (
 // services that hold a ClusterSetIP, as the MCS specification allows.
 func (m *Multicluster) reverse(state request.Request, qname string, zi int) ([]dns.RR, []dns.RR, result) {
 	if qname == m.Zones[zi] {
-		switch state.QType() {
-		case dns.TypeSOA:
-			return []dns.RR{m.soa(zi)}, nil, success
-		case dns.TypeNS:
-			ns := m.ns(zi)
-			return []dns.RR{ns}, m.nsAddress(state, ns.Ns, 0), success
-		}
-		return nil, nil, noData
+		return m.apex(state, zi)
 	}
 	ptrs := m.ptrs(qname)
 	if len(ptrs) == 0 {

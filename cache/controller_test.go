@@ -321,20 +321,27 @@ func TestControllerNamespacesFilter(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"},
 		v2("a", "web", "1", "ClusterSetIP", "10.0.0.1"), v2("b", "web", "1", "ClusterSetIP", "10.0.0.2"))
-	c := New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}})
+	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}}))
+	if c.Lookup("web.a") == nil || c.Lookup("web.b") != nil {
+		t.Errorf("namespaces filter: a=%v b=%v", c.Lookup("web.a") != nil, c.Lookup("web.b") != nil)
+	}
+}
+
+// runSynced runs c, with every version served, until the test ends, and
+// returns it once synced.
+func runSynced(t *testing.T, c *Controller) *Controller {
+	t.Helper()
 	c.served = func(context.Context, string) (bool, error) { return true, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 	for deadline := time.Now().Add(5 * time.Second); !c.HasSynced(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("not synced")
 		}
 	}
-	if c.Lookup("web.a") == nil || c.Lookup("web.b") != nil {
-		t.Errorf("namespaces filter: a=%v b=%v", c.Lookup("web.a") != nil, c.Lookup("web.b") != nil)
-	}
+	return c
 }
 
 func rrAddr(rr dns.RR) string {
@@ -390,17 +397,7 @@ func TestControllerLabelSelector(t *testing.T) {
 	prod.SetLabels(map[string]string{"env": "prod"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"}, prod, v2("a", "test", "1", "ClusterSetIP", "10.0.0.2"))
-	c := New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"})
-	c.served = func(context.Context, string) (bool, error) { return true, nil }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(5 * time.Second); !c.HasSynced(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not synced")
-		}
-	}
+	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"}))
 	if c.Lookup("web.a") == nil || c.Lookup("test.a") != nil {
 		t.Errorf("labels filter: web=%v test=%v", c.Lookup("web.a") != nil, c.Lookup("test.a") != nil)
 	}
