@@ -103,8 +103,11 @@ func (p *prober) run(ctx context.Context) {
 			m.SetQuestion(name, dns.TypeA)
 			r, _, err := c.Exchange(m, p.addr)
 			p.mu.Lock()
-			want := p.want[name]
+			want, ok := p.want[name]
 			p.mu.Unlock()
+			if !ok {
+				continue // no longer expected: a change to it is in flight
+			}
 			p.total.Add(1)
 			got := ""
 			if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 {
