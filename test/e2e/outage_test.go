@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -114,23 +115,7 @@ ports: [{name: http, protocol: TCP, port: 80}]
 		apply(t, importYAML(fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
 	}
 
-	// The plugin's kubeconfig, pointed at the proxy.
-	u, err := url.Parse(env.APIServerURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newCutter(t, u.Host)
-	kc, err := clientcmd.LoadFromFile(plugin.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cl := range kc.Clusters {
-		cl.Server = "https://" + proxy.addr
-	}
-	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
-		t.Fatal(err)
-	}
+	proxy, kcPath := proxiedKubeconfig(t)
 	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(kcPath)})
 
 	p := &prober{addr: dnsSrv.Addr(), want: map[string]string{}}
@@ -184,4 +169,73 @@ ports: [{name: http, protocol: TCP, port: 80}]
 	if _, err := env.Dynamic.Resource(siV2).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// proxiedKubeconfig writes the plugin's kubeconfig pointed at a cutter.
+func proxiedKubeconfig(t *testing.T) (*cutter, string) {
+	t.Helper()
+	u, err := url.Parse(env.APIServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutter(t, u.Host)
+	kc, err := clientcmd.LoadFromFile(plugin.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + proxy.addr
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return proxy, path
+}
+
+// Started while the API server cannot be reached, CoreDNS still binds its
+// port, answers SERVFAIL for the zone (never a cacheable NXDOMAIN) and is
+// not ready; once the API server answers, it syncs by itself.
+func TestStartWithoutAPIServer(t *testing.T) {
+	proxy, kcPath := proxiedKubeconfig(t)
+	proxy.cut()
+	readyPort, err := harness.FreeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		SkipReady: true,
+		Corefile: func(port int) string {
+			return fmt.Sprintf("clusterset.local:%d {\nbind 127.0.0.1\nerrors\nready 127.0.0.1:%d\n%s}\n",
+				port, readyPort, harness.MulticlusterBlock(kcPath, "startup_timeout 2s"))
+		},
+	})
+	t.Logf("CoreDNS answered %.1fs after start with the API server unreachable", time.Since(started).Seconds())
+	for _, q := range [][2]string{{n("web.demo"), "A"}, {n("nosuch.demo"), "A"}, {"dns-version." + apex, "TXT"}} {
+		if r := dig(t, c, q[0], q[1]); r.Rcode != "SERVFAIL" {
+			t.Errorf("%s %s before the first sync: %s, want SERVFAIL\n%s", q[0], q[1], r.Rcode, r)
+		}
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Error("ready before the first sync")
+	}
+	proxy.restore(t)
+	eventually(t, c, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	harness.Eventually(t, 10*time.Second, func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("ready says %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
