@@ -87,8 +87,27 @@ go vet ./... || fail "go vet (plugin)"
 
 gotest unit . -race -count=1 -timeout 20m ./...
 
+step "fuzzing, 20s a target (go test -fuzz)"
+gotest fuzz-name . -run '^$' -fuzz '^FuzzParseName$' -fuzztime 20s .
+gotest fuzz-objects . -run '^$' -fuzz '^FuzzObjectToRecords$' -fuzztime 20s ./cache
+
 step "go vet ./... (test/e2e)"
 (cd test/e2e && go vet ./...) || fail "go vet (test/e2e)"
+
+step "go vet and go test (hack/image)"
+(cd hack/image && go vet ./... && go test -count=1 ./...) || fail "hack/image"
+if [ -f bench/go.mod ]; then
+	step "go vet ./... (bench)"
+	(cd bench && go vet ./...) || fail "go vet (bench)"
+fi
+
+# The binary of the image, built exactly as the Dockerfile builds it
+# (CGO_ENABLED=0, -trimpath, -ldflags "-s -w"), packed into the image tarball
+# that the end-to-end tests read back and run.
+step "CoreDNS as the Dockerfile builds it, and its image (hack/image.sh)"
+t0=$SECONDS
+image_tar=$(hack/image.sh) || { image_tar=; fail "hack/image.sh"; }
+echo "($((SECONDS - t0))s)"
 
 # With the race detector: its packages are in the build cache from go test
 # -race already, and the end-to-end tests fail on any race CoreDNS reports.
@@ -105,7 +124,8 @@ hack/realenv/build.sh || { realenv_ok=false; fail "hack/realenv/build.sh"; }
 echo "($((SECONDS - t0))s)"
 
 if $coredns_ok && $realenv_ok; then
-	E2E_COREDNS=$top/.cache/coredns-e2e-race gotest e2e test/e2e -count=1 -v -timeout 15m ./...
+	E2E_COREDNS=$top/.cache/coredns-e2e-race E2E_IMAGE_TAR=$image_tar \
+		gotest e2e test/e2e -count=1 -v -timeout 20m ./...
 fi
 
 step "summary ($((SECONDS - start))s)"
