@@ -3,6 +3,13 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // Unusable EndpointSlices on the real API server: FQDN slices, no
@@ -54,6 +61,76 @@ endpoints:
 	}
 	if len(r.Answer) != 2 {
 		t.Errorf("hl.bad SRV: %d records, want 2 (h-good.west, h-late.east):\n%s", len(r.Answer), r)
+	}
+	if strings.Contains(c.Output(), "panic") {
+		t.Errorf("panic:\n%s", c.Output())
+	}
+}
+
+// Unusable ServiceImports on the real API server. The v1alpha2 schema rejects
+// them (TestDeployServiceImportSchema), but a cluster still on the released
+// v1alpha1 CRD stores them: a control plane of its own with v1alpha1 as the
+// storage version, read with fallback v1alpha1. Each gets the behaviour the
+// README's table gives, and the good name beside them keeps answering.
+func TestBadServiceImports(t *testing.T) {
+	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{projectCRD(t, "v1alpha1", "v1alpha2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = menv.Stop() })
+	ctx, cancel := harness.Context(3 * time.Minute)
+	defer cancel()
+	id, err := menv.PluginIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string, spec map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
+		}}
+		if _, err := menv.Dynamic.Resource(siV1).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	port := func(name string, p int64) map[string]any {
+		return map[string]any{"name": name, "protocol": "TCP", "port": p}
+	}
+	create("notip", map[string]any{"type": "ClusterSetIP", "ips": []any{"ten", "10.91.0.1"}, "ports": []any{port("http", 80)}})
+	create("twofour", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.2", "10.91.0.3"}, "ports": []any{port("http", 80)}})
+	create("noips", map[string]any{"type": "ClusterSetIP", "ports": []any{port("http", 80)}})
+	create("hlips", map[string]any{"type": "Headless", "ips": []any{"10.91.0.4"}, "ports": []any{port("http", 80)}})
+	create("ports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.5"}, "ports": []any{
+		port("Bad_Name", 81), port("zero", 0), port("http", 80), port("http", 8080), map[string]any{"port": int64(82)}}})
+	create("noports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.6"}, "ports": []any{}})
+	create("good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.9"}, "ports": []any{port("http", 80)}})
+
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, "fallback v1alpha1")})
+	eventually(t, c, n("good.bad"), "A", want{answer: []string{a(n("good.bad"), "10.91.0.9")}})
+	for _, tc := range []struct {
+		name, qtype string
+		want        want
+	}{
+		{n("notip.bad"), "A", want{answer: []string{a(n("notip.bad"), "10.91.0.1")}}},     // the non-IP is left out
+		{n("twofour.bad"), "A", want{answer: []string{a(n("twofour.bad"), "10.91.0.2")}}}, // the first of a family
+		{n("noips.bad"), "A", nxdomain()},                                                 // nothing to answer with
+		{n("hlips.bad"), "A", nxdomain()},                                                 // headless: ips ignored, no endpoints
+		{n("ports.bad"), "SRV", want{answer: []string{srv(n("ports.bad"), 100, 80, n("ports.bad"))}}},
+		{n("_zero._tcp.ports.bad"), "SRV", nxdomain()},
+		{n("noports.bad"), "A", want{answer: []string{a(n("noports.bad"), "10.91.0.6")}}},
+		{n("noports.bad"), "SRV", nodata()},
+		{n("good.bad"), "SRV", want{answer: []string{srv(n("good.bad"), 100, 80, n("good.bad"))}}},
+	} {
+		expect(t, c, defaultTTL, tc.name, tc.qtype, tc.want)
+	}
+	for _, reason := range []string{"bad_ip", "extra_ip", "no_ips", "headless_with_ips", "bad_port_name", "bad_port", "duplicate_port"} {
+		if !strings.Contains(c.Output(), ": "+reason+": ") {
+			t.Errorf("no log line for %s", reason)
+		}
 	}
 	if strings.Contains(c.Output(), "panic") {
 		t.Errorf("panic:\n%s", c.Output())
