@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+const (
+	zone               = "clusterset.local"
+	labelServiceName   = "multicluster.kubernetes.io/service-name"
+	labelSourceCluster = "multicluster.kubernetes.io/source-cluster"
+	headlessNamespace  = "headless"
+	headlessName       = "hl"
+	portName           = "http"
+	portNumber         = 80
+)
+
+// fixture names the objects: ClusterSetIP import i is svc-<i> in namespace
+// ns-<i mod namespaces> with ClusterSetIP importIP(i) and the port http/TCP 80;
+// the headless import hl.headless has `clusters` EndpointSlices of
+// `endpoints` ready IPv4 endpoints each.
+type fixture struct {
+	namespaces int
+	clusters   int
+	endpoints  int
+}
+
+func (f fixture) namespace(i int) string { return fmt.Sprintf("ns-%02d", i%f.namespaces) }
+func importName(i int) string            { return fmt.Sprintf("svc-%05d", i) }
+
+// importIP is the ClusterSetIP of import i: 10.100.0.0 onwards, distinct for
+// every i below 2^20.
+func importIP(i int) string {
+	return fmt.Sprintf("10.%d.%d.%d", 100+(i>>16), (i>>8)&255, i&255)
+}
+
+// name is import i's service name in the zone, fully qualified.
+func (f fixture) name(i int) string {
+	return importName(i) + "." + f.namespace(i) + ".svc." + zone + "."
+}
+
+func headlessFQDN() string { return headlessName + "." + headlessNamespace + ".svc." + zone + "." }
+
+// endpointIP is the address of endpoint e of cluster c (both from 0).
+func endpointIP(c, e int) string { return fmt.Sprintf("10.200.%d.%d", c+1, e+1) }
+
+func clusterID(c int) string { return fmt.Sprintf("cluster-%d", c+1) }
+
+// shape is how a ServiceImport is written: "v1alpha2" (fields at the root,
+// read by ours) or "v1alpha1" (fields under spec, read by stock CoreDNS).
+type shape string
+
+const (
+	v1alpha2 shape = "v1alpha2"
+	v1alpha1 shape = "v1alpha1"
+)
+
+func (s shape) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: string(s), Resource: "serviceimports"}
+}
+
+// serviceImport builds an import in this shape.
+func (s shape) serviceImport(ns, name, typ string, ips []string, clusters int) *unstructured.Unstructured {
+	ports := []any{map[string]any{"name": portName, "protocol": "TCP", "port": int64(portNumber)}}
+	fields := map[string]any{"type": typ, "ports": ports}
+	if len(ips) > 0 {
+		l := make([]any, len(ips))
+		for i, ip := range ips {
+			l[i] = ip
+		}
+		fields["ips"] = l
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/" + string(s),
+		"kind":       "ServiceImport",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+	}}
+	if s == v1alpha1 {
+		// v1alpha1 keeps the clusters in status, a subresource that a
+		// create ignores; the kubernetes plugin does not read them.
+		u.Object["spec"] = fields
+		return u
+	}
+	cl := make([]any, clusters)
+	for c := range clusters {
+		cl[c] = map[string]any{"cluster": clusterID(c)}
+	}
+	fields["clusters"] = cl
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	return u
+}
+
+// ipsPatch is a merge patch that sets the import's ips in this shape.
+func (s shape) ipsPatch(ip string) []byte {
+	if s == v1alpha1 {
+		return fmt.Appendf(nil, `{"spec":{"ips":[%q]}}`, ip)
+	}
+	return fmt.Appendf(nil, `{"ips":[%q]}`, ip)
+}
+
+// cluster is one control plane loaded with the fixture in one shape, and
+// unthrottled clients for it.
+type cluster struct {
+	name  string
+	shape shape
+	env   *harness.Env
+	dyn   dynamic.Interface
+	kube  kubernetes.Interface
+	fx    fixture
+	// loaded is how many ClusterSetIP imports exist (0..loaded-1).
+	loaded int
+}
+
+func newCluster(name string, s shape, env *harness.Env, fx fixture) (*cluster, error) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit: the fixture is written in parallel
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{name: name, shape: s, env: env, dyn: dyn, kube: kube, fx: fx}, nil
+}
+
+// createNamespaces creates the fixture's namespaces.
+func (c *cluster) createNamespaces(ctx context.Context) error {
+	names := []string{headlessNamespace}
+	for i := range c.fx.namespaces {
+		names = append(names, c.fx.namespace(i))
+	}
+	return parallel(ctx, 16, len(names), func(ctx context.Context, i int) error {
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// createImports creates ClusterSetIP imports c.loaded..n-1.
+func (c *cluster) createImports(ctx context.Context, n, workers int) error {
+	from := c.loaded
+	if n <= from {
+		return nil
+	}
+	err := parallel(ctx, workers, n-from, func(ctx context.Context, k int) error {
+		i := from + k
+		u := c.shape.serviceImport(c.fx.namespace(i), importName(i), "ClusterSetIP", []string{importIP(i)}, 1)
+		_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).Create(ctx, u, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	if err == nil {
+		c.loaded = n
+	}
+	return err
+}
+
+// createHeadless creates the headless import and one EndpointSlice per
+// cluster, every endpoint ready.
+func (c *cluster) createHeadless(ctx context.Context) error {
+	u := c.shape.serviceImport(headlessNamespace, headlessName, "Headless", nil, c.fx.clusters)
+	if _, err := c.dyn.Resource(c.shape.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return parallel(ctx, c.fx.clusters, c.fx.clusters, func(ctx context.Context, cl int) error {
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      headlessName + "-" + clusterID(cl),
+				Namespace: headlessNamespace,
+				Labels: map[string]string{
+					labelServiceName:                         headlessName,
+					labelSourceCluster:                       clusterID(cl),
+					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
+				},
+			},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports: []discoveryv1.EndpointPort{{
+				Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](portNumber),
+			}},
+		}
+		for e := range c.fx.endpoints {
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{endpointIP(cl, e)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			})
+		}
+		_, err := c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// verifyReadBack reads import 0 and the headless import back through the
+// version they were written in and checks that their fields survived: with
+// conversion strategy None the API server prunes an object against the
+// schema of the storage version, so a shape that is not the storage
+// version's is silently emptied.
+func (c *cluster) verifyReadBack(ctx context.Context) error {
+	for _, k := range []struct{ ns, name, typ string }{
+		{c.fx.namespace(0), importName(0), "ClusterSetIP"},
+		{headlessNamespace, headlessName, "Headless"},
+	} {
+		u, err := c.dyn.Resource(c.shape.gvr()).Namespace(k.ns).Get(ctx, k.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		path := []string{"type"}
+		if c.shape == v1alpha1 {
+			path = []string{"spec", "type"}
+		}
+		typ, _, _ := unstructured.NestedString(u.Object, path...)
+		if typ != k.typ {
+			return fmt.Errorf("%s: ServiceImport %s/%s read back through %s has %s %q, want %q: the API server dropped its fields (is %s the CRD's storage version?)",
+				c.name, k.ns, k.name, c.shape, strings.Join(path, "."), typ, k.typ, c.shape)
+		}
+	}
+	return nil
+}
+
+// setIP changes import i's ClusterSetIP with one merge patch.
+func (c *cluster) setIP(ctx context.Context, i int, ip string) error {
+	_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).
+		Patch(ctx, importName(i), types.MergePatchType, c.shape.ipsPatch(ip), metav1.PatchOptions{})
+	return err
+}
+
+// parallel calls f(ctx, 0..n-1) from workers goroutines and returns the first
+// error, after which the others stop taking work.
+func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+		return err
+	}
+	return nil
+}
+
+// loadFixture creates the namespaces, n ClusterSetIP imports and the headless
+// import in every cluster at once, and says how long it took.
+func loadFixture(ctx context.Context, clusters []*cluster, n int) error {
+	start := time.Now()
+	err := parallel(ctx, len(clusters), len(clusters), func(ctx context.Context, k int) error {
+		c := clusters[k]
+		if err := c.createNamespaces(ctx); err != nil {
+			return fmt.Errorf("%s: namespaces: %w", c.name, err)
+		}
+		if err := c.createHeadless(ctx); err != nil {
+			return fmt.Errorf("%s: headless import: %w", c.name, err)
+		}
+		if err := c.createImports(ctx, n, 32); err != nil {
+			return fmt.Errorf("%s: imports: %w", c.name, err)
+		}
+		return c.verifyReadBack(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	logf("fixture: %d ClusterSetIP imports and 1 headless import (%d×%d endpoints) in each of %d control planes in %.1fs",
+		n, clusters[0].fx.clusters, clusters[0].fx.endpoints, len(clusters), time.Since(start).Seconds())
+	return nil
+}

@@ -1,0 +1,415 @@
+// Command bench measures the project's CoreDNS against stock CoreDNS v1.15.0
+// and the whoami floor, each against a real kube-apiserver: the QPS of three
+// query mixes, run side by side in alternating rounds, with every server
+// pinned to one CPU (GOMAXPROCS=1) and dnsperf pinned to another. With -scale
+// it also measures memory and time-to-ready at a larger number of imports,
+// and how fast a change written to the API server shows in DNS answers.
+//
+// Run it through hack/bench.sh, which builds the binaries it needs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+type config struct {
+	repo, out            string
+	ours, stock          string
+	imports              int
+	namespaces           int
+	clusters, endpoints  int
+	rounds               int
+	duration             time.Duration
+	serverCPU, loadCPU   string
+	clients, outstanding int
+	queryLines           int
+	seed                 uint64
+	qps                  bool
+	scale                bool
+	scaleImports         int
+	settle               time.Duration
+	propRate             int
+	propDuration         time.Duration
+	markdown             string
+	stockStorage         string
+	quiet                float64
+	quietWait            time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.repo, "repo", "", "the plugin's checkout (default: found from the working directory)")
+	flag.StringVar(&c.out, "out", "", "directory for Corefiles, query files, logs and results (default <repo>/.cache/bench/run-<time>)")
+	flag.StringVar(&c.ours, "ours", "", "the project's CoreDNS binary (built from ./cmd/coredns)")
+	flag.StringVar(&c.stock, "stock", "", "stock CoreDNS v1.15.0 binary")
+	flag.IntVar(&c.imports, "imports", 2000, "ClusterSetIP ServiceImports in the QPS fixture")
+	flag.IntVar(&c.namespaces, "namespaces", 20, "namespaces the imports are spread over")
+	flag.IntVar(&c.clusters, "clusters", 3, "clusters of the headless import")
+	flag.IntVar(&c.endpoints, "endpoints", 40, "ready endpoints per cluster of the headless import")
+	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds (floor, stock, ours) per mix")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of one dnsperf run")
+	flag.StringVar(&c.serverCPU, "server-cpu", "1", "CPU the DNS servers are pinned to (taskset -c)")
+	flag.StringVar(&c.loadCPU, "load-cpu", "0", "CPU dnsperf, this program and the control planes are pinned to while measuring")
+	flag.IntVar(&c.clients, "clients", 4, "dnsperf -c: client sockets")
+	flag.IntVar(&c.outstanding, "outstanding", 200, "dnsperf -q: queries in flight")
+	flag.IntVar(&c.queryLines, "query-lines", 50000, "lines of each random query file")
+	flag.Uint64Var(&c.seed, "seed", 1645, "seed of the random query files")
+	flag.BoolVar(&c.qps, "qps", true, "measure QPS")
+	flag.BoolVar(&c.scale, "scale", false, "also measure RSS and time-to-ready at -scale-imports, and propagation latency")
+	flag.IntVar(&c.scaleImports, "scale-imports", 10000, "ClusterSetIP imports for -scale")
+	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading RSS again (-scale)")
+	flag.IntVar(&c.propRate, "prop-rate", 100, "API writes per second for the propagation measurement (-scale)")
+	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
+	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
+	flag.DurationVar(&c.quietWait, "quiet-wait", 5*time.Second, "... but no longer than this")
+	flag.BoolVar(&withPprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
+	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
+	flag.StringVar(&c.markdown, "markdown", "", "also write the results as Markdown to this file (default <out>/results.md)")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+var begin = time.Now()
+
+func logf(format string, args ...any) {
+	fmt.Printf("[%5.0fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(c config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if c.repo == "" {
+		var err error
+		if c.repo, err = harness.RepoRoot(); err != nil {
+			return err
+		}
+	}
+	for _, tool := range []string{"dnsperf", "dig", "taskset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed (hack/bench.sh installs it)", tool)
+		}
+	}
+	for _, b := range []*string{&c.ours, &c.stock} {
+		if *b == "" {
+			return fmt.Errorf("-ours and -stock are required")
+		}
+		if _, err := os.Stat(*b); err != nil {
+			return err
+		}
+		var err error
+		if *b, err = filepath.Abs(*b); err != nil {
+			return err
+		}
+	}
+	if c.out == "" {
+		c.out = filepath.Join(c.repo, ".cache", "bench", "run-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	if c.markdown == "" {
+		c.markdown = filepath.Join(c.out, "results.md")
+	}
+	rep := &report{cfg: c, started: time.Now()}
+	rep.machine()
+
+	// Two control planes, so that each server lists exactly its own objects:
+	// the v1alpha2 fixture for ours, the same names in v1alpha1 shape for
+	// stock. Both install deploy/crds, which serves both versions.
+	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
+	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
+	envs := make([]*harness.Env, 2)
+	stockCRD, err := crdWithStorage(c.repo, c.stockStorage)
+	if err != nil {
+		return err
+	}
+	err = parallel(ctx, 2, 2, func(ctx context.Context, k int) error {
+		opts := harness.Options{Repo: c.repo}
+		if k == 1 {
+			opts.CRDs = []*apiextensionsv1.CustomResourceDefinition{stockCRD}
+		}
+		e, err := harness.Start(opts)
+		envs[k] = e
+		return err
+	})
+	defer func() {
+		for _, e := range envs {
+			if e != nil {
+				_ = e.Stop()
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	oursCl, err := newCluster("ours (v1alpha2)", v1alpha2, envs[0], fx)
+	if err != nil {
+		return err
+	}
+	stockCl, err := newCluster("stock (v1alpha1)", v1alpha1, envs[1], fx)
+	if err != nil {
+		return err
+	}
+	logf("control planes up: %s (v1alpha2 objects, for ours), %s (v1alpha1 objects, for stock)",
+		envs[0].APIServerURL(), envs[1].APIServerURL())
+
+	setupCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := loadFixture(setupCtx, []*cluster{oursCl, stockCl}, c.imports); err != nil {
+		return err
+	}
+	// Ours runs as its least-privilege identity (deploy/rbac.yaml); stock
+	// needs Services, EndpointSlices and Namespaces as well: the admin.
+	id, err := envs[0].PluginIdentity(setupCtx)
+	if err != nil {
+		return err
+	}
+	adminKubeconfig := filepath.Join(envs[1].TempDir(), "admin.kubeconfig")
+	if err := envs[1].WriteAdminKubeconfig(adminKubeconfig); err != nil {
+		return err
+	}
+	oursPlugin := harness.MulticlusterBlock(id.Kubeconfig)
+	stockPlugin := fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, adminKubeconfig, zone)
+	starters := map[string]func(suffix string) (*server, error){
+		"floor": func(sfx string) (*server, error) {
+			return startServer("floor"+sfx, "floor: stock whoami", c.stock, c.out, c.serverCPU, "whoami")
+		},
+		"stock": func(sfx string) (*server, error) {
+			return startServer("stock"+sfx, "stock v1.15.0 kubernetes", c.stock, c.out, c.serverCPU, stockPlugin)
+		},
+		"ours": func(sfx string) (*server, error) {
+			return startServer("ours"+sfx, "ours multicluster", c.ours, c.out, c.serverCPU, oursPlugin)
+		},
+	}
+
+	if c.qps {
+		if err := runQPS(ctx, c, rep, fx, starters); err != nil {
+			return err
+		}
+	}
+	if c.scale {
+		if err := runScale(ctx, c, rep, fx, starters, oursCl, stockCl); err != nil {
+			return err
+		}
+	}
+	rep.finished = time.Now()
+	text := rep.String()
+	fmt.Println()
+	fmt.Print(text)
+	if err := os.WriteFile(c.markdown, []byte(rep.Markdown()), 0o644); err != nil {
+		return err
+	}
+	logf("results written to %s; logs, Corefiles and query files in %s", c.markdown, c.out)
+	return nil
+}
+
+// crdWithStorage reads deploy/crds' ServiceImport CRD, which serves v1alpha1
+// and v1alpha2 with conversion strategy None, and makes version the storage
+// version. Stock's control plane needs v1alpha1 there: the API server prunes
+// every object against the storage version's schema, so a v1alpha1 object
+// stored as v1alpha2 loses its spec.
+func crdWithStorage(repo, version string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	path := filepath.Join(repo, "deploy", "crds", "multicluster.x-k8s.io_serviceimports.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	found := false
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		v.Storage = v.Name == version
+		found = found || (v.Storage && v.Served)
+	}
+	if !found {
+		return nil, fmt.Errorf("%s does not serve %s", path, version)
+	}
+	return crd, nil
+}
+
+// runQPS starts the floor, stock and ours one after another (each one's
+// start-up alone on its CPU), checks their answers, and runs the mixes in
+// alternating rounds.
+func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map[string]func(string) (*server, error)) error {
+	mixes, err := writeMixes(c.out, fx, c.imports, c.queryLines, c.seed)
+	if err != nil {
+		return err
+	}
+	rep.mixes = mixes
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.Stop()
+		}
+	}()
+	for _, name := range []string{"floor", "stock", "ours"} {
+		s, err := starters[name]("")
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		logf("%-5s ready in %.2fs on 127.0.0.1:%d (pid %d, VmRSS %d MiB, RssAnon %d MiB)", s.Name, s.ReadyIn.Seconds(), s.Port, s.PID(), s.AtReady.RSS>>10, s.AtReady.Anon>>10)
+		if name != "floor" {
+			rep.footprints = append(rep.footprints, footprint{Server: s.Name, Label: s.Label, Imports: c.imports,
+				ReadyIn: s.ReadyIn, AtReady: s.AtReady})
+		}
+	}
+	rep.servers = servers
+	floor, stock, ours := servers[0], servers[1], servers[2]
+	time.Sleep(c.settle)
+	for k, s := range []*server{stock, ours} {
+		f := &rep.footprints[len(rep.footprints)-2+k]
+		f.Settled, _ = s.Memory()
+	}
+
+	// Every server must answer each mix correctly before it is measured.
+	for _, s := range servers {
+		lines, err := checkServer(s, mixes, fx)
+		if err != nil {
+			return fmt.Errorf("check before measuring: %w", err)
+		}
+		for _, l := range lines {
+			logf("check: %s", l)
+		}
+		rep.checks = append(rep.checks, lines...)
+	}
+	cmpCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	diffs, err := compare(cmpCtx, stock, ours, comparisonQueries(fx, c.imports))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("comparing answers: %w", err)
+	}
+	rep.diffs = diffs
+	logf("compared ours with stock on %d questions: %d kinds of question answered differently", len(comparisonQueries(fx, c.imports)), len(diffs))
+
+	// While measuring, the servers have their CPU to themselves: dnsperf,
+	// this program and both control planes go to the other one.
+	if err := pinChildren(c.loadCPU, "etcd", "kube-apiserver"); err != nil {
+		return err
+	}
+	defer func() { _ = pinChildren(allCPUs(), "etcd", "kube-apiserver") }()
+
+	o := perfOpts{CPU: c.loadCPU, ServerCPU: c.serverCPU, Duration: c.duration, Clients: c.clients, Outstanding: c.outstanding}
+	runs := 0
+	for _, m := range mixes {
+		if m.Floor {
+			runs++
+		}
+		runs += 2
+	}
+	logf("measuring: %d rounds × %d runs of %v (%.0f to %.0f minutes)", c.rounds, runs, c.duration,
+		(float64(c.rounds*runs)*(c.duration.Seconds()+1.5))/60, (float64(c.rounds*runs)*(c.duration.Seconds()+1.5+c.quietWait.Seconds()))/60)
+	for round := 1; round <= c.rounds; round++ {
+		for _, m := range mixes {
+			for _, s := range []*server{floor, stock, ours} {
+				if s == floor && !m.Floor {
+					continue
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				waited := waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+				logPath := filepath.Join(c.out, fmt.Sprintf("dnsperf-r%d-%s-%s.txt", round, m.Key, s.Name))
+				profiled := make(chan error, 1)
+				if withPprof && round == 1 && o.Duration >= 4*time.Second {
+					path := filepath.Join(c.out, fmt.Sprintf("cpu-%s-%s.pprof", m.Key, s.Name))
+					go func() {
+						time.Sleep(time.Second)
+						profiled <- s.profile(o.Duration-3*time.Second, path)
+					}()
+				} else {
+					profiled <- nil
+				}
+				r, err := runDnsperf(ctx, s, m, o, logPath)
+				if perr := <-profiled; perr != nil {
+					logf("profile of %s, %s: %v", s.Name, m.Key, perr)
+				}
+				if err != nil {
+					return fmt.Errorf("round %d, %s, %s: %w", round, m.Key, s.Name, err)
+				}
+				r.Round, r.Waited = round, waited
+				rep.results = append(rep.results, r)
+				logf("round %d %-8s %-5s %7.0f qps, %7.0f per CPU-second; lost %d, non-NOERROR %d, latency %.1fms; server CPU %.0f%%, others on its CPU %.0f%%; load %s, waited %.1fs",
+					round, m.Key, s.Name, r.QPS, r.PerCPU(), r.Lost, r.NonNoError(), r.AvgLatency*1000, r.ServerCPU*100, r.OtherCPU*100, r.LoadAvg, r.Waited.Seconds())
+				time.Sleep(time.Second) // let the last responses drain
+			}
+		}
+	}
+	return nil
+}
+
+// runScale loads -scale-imports imports, then for stock and ours in turn
+// starts a server, measures its time-to-ready and memory, and the
+// propagation of API writes to its answers.
+func runScale(ctx context.Context, c config, rep *report, fx fixture, starters map[string]func(string) (*server, error), oursCl, stockCl *cluster) error {
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	start := time.Now()
+	err := parallel(setupCtx, 2, 2, func(ctx context.Context, k int) error {
+		cl := []*cluster{oursCl, stockCl}[k]
+		if err := cl.createNamespaces(ctx); err != nil {
+			return err
+		}
+		return cl.createImports(ctx, c.scaleImports, 32)
+	})
+	if err != nil {
+		return fmt.Errorf("loading %d imports: %w", c.scaleImports, err)
+	}
+	logf("scale: %d ClusterSetIP imports in each control plane (%.1fs)", c.scaleImports, time.Since(start).Seconds())
+	for _, k := range []struct {
+		name string
+		cl   *cluster
+	}{{"stock", stockCl}, {"ours", oursCl}} {
+		sfx := fmt.Sprintf("-%d", c.scaleImports)
+		s, f, err := measureFootprint(func() (*server, error) { return starters[k.name](sfx) }, fx, c.scaleImports, c.settle)
+		if err != nil {
+			return err
+		}
+		rep.footprints = append(rep.footprints, f)
+		logf("scale: %-5s %d imports: ready in %.2fs, VmRSS %d MiB at ready, %d MiB after %v (RssAnon %d MiB), peak %d MiB",
+			k.name, c.scaleImports, f.ReadyIn.Seconds(), f.AtReady.RSS>>10, f.Settled.RSS>>10, c.settle, f.Settled.Anon>>10, f.Settled.HWM>>10)
+		pctx, pcancel := context.WithTimeout(ctx, c.propDuration+2*time.Minute)
+		p, err := measurePropagation(pctx, k.cl, s, c.propRate, c.propDuration)
+		pcancel()
+		s.Stop()
+		if err != nil {
+			return fmt.Errorf("propagation, %s: %w", k.name, err)
+		}
+		rep.props = append(rep.props, p)
+		logf("scale: %-5s propagation of %d writes at %.0f/s: p50 %.1fms p90 %.1fms p99 %.1fms max %.1fms (API ack p50 %.1fms); %d seen",
+			k.name, p.Writes, p.Achieved, ms(p.P50), ms(p.P90), ms(p.P99), ms(p.Max), ms(p.AckP50), p.Seen)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// allCPUs is the CPU list of every online CPU, to undo pinning.
+func allCPUs() string {
+	data, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return "0-1"
+	}
+	return strings.TrimSpace(string(data))
+}

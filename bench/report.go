@@ -1,0 +1,370 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report gathers what was measured and renders it.
+type report struct {
+	cfg               config
+	started, finished time.Time
+	host              []string
+
+	mixes      []mix
+	servers    []*server
+	checks     []string
+	diffs      []difference
+	results    []perfResult
+	footprints []footprint
+	props      []propagation
+}
+
+func (r *report) machine() {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	load, _ := os.ReadFile("/proc/loadavg")
+	perf, _ := exec.Command("dnsperf", "-h").CombinedOutput()
+	perfVersion := "dnsperf"
+	for line := range strings.Lines(string(perf)) {
+		if strings.HasPrefix(line, "Version") {
+			perfVersion = "dnsperf " + strings.TrimSpace(strings.TrimPrefix(line, "Version"))
+		}
+	}
+	r.host = []string{
+		fmt.Sprintf("%d CPUs (%s), Linux %s, %s, %s", runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), runtime.Version(), perfVersion),
+		"load average at start: " + strings.Join(strings.Fields(string(load))[:3], " "),
+	}
+}
+
+// stat is the median of a metric over a server's runs of a mix, with the
+// lowest and highest value.
+func (r *report) stat(server, mixKey string, metric func(perfResult) float64) (med, lo, hi float64, n int) {
+	var v []float64
+	for _, x := range r.results {
+		if x.Server == server && x.Mix == mixKey {
+			v = append(v, metric(x))
+		}
+	}
+	if len(v) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		med = v[len(v)/2]
+	} else {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return med, v[0], v[len(v)-1], len(v)
+}
+
+func qpsOf(x perfResult) float64    { return x.QPS }
+func perCPUOf(x perfResult) float64 { return x.PerCPU() }
+
+// totals sums lost and non-NOERROR responses, and averages the CPU shares.
+func (r *report) totals(server, mixKey string) (lost, nonNoError, sent int, serverCPU, otherCPU float64, respBytes int) {
+	n := 0
+	for _, x := range r.results {
+		if x.Server == server && x.Mix == mixKey {
+			lost += x.Lost
+			nonNoError += x.NonNoError()
+			sent += x.Sent
+			serverCPU += x.ServerCPU
+			otherCPU += x.OtherCPU
+			respBytes = x.RespBytes
+			n++
+		}
+	}
+	if n > 0 {
+		serverCPU /= float64(n)
+		otherCPU /= float64(n)
+	}
+	return
+}
+
+type target struct {
+	ratio float64
+	ok    bool
+	want  float64
+}
+
+func (t target) String() string {
+	if t.ratio == 0 {
+		return "-"
+	}
+	verdict := "met"
+	if !t.ok {
+		verdict = "MISSED"
+	}
+	return fmt.Sprintf("%.2f (target ≥%.2g: %s)", t.ratio, t.want, verdict)
+}
+
+func ratio(a, b, want float64) target {
+	if a == 0 || b == 0 {
+		return target{}
+	}
+	return target{ratio: a / b, ok: a/b >= want, want: want}
+}
+
+// rows are a summary table of a metric: per mix the medians and the ratios.
+func (r *report) rows(metric func(perfResult) float64) [][]string {
+	var rows [][]string
+	for _, m := range r.mixes {
+		f, flo, fhi, _ := r.stat("floor", m.Key, metric)
+		s, slo, shi, _ := r.stat("stock", m.Key, metric)
+		o, olo, ohi, _ := r.stat("ours", m.Key, metric)
+		want := 1.5
+		if m.Key == "headless" {
+			want = 3
+		}
+		vsFloor := "-"
+		if m.Floor {
+			vsFloor = ratio(o, f, 0.85).String()
+		}
+		cell := func(med, lo, hi float64) string {
+			if med == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f (%.0f–%.0f)", med, lo, hi)
+		}
+		rows = append(rows, []string{m.Label, cell(f, flo, fhi), cell(s, slo, shi), cell(o, olo, ohi),
+			ratio(o, s, want).String(), r.pairedRatio("ours", "stock", m.Key, metric), vsFloor, r.pairedRatio("ours", "floor", m.Key, metric)})
+	}
+	return rows
+}
+
+var header = []string{"mix", "floor: whoami", "stock v1.15.0", "ours", "ours/stock (of medians)", "ours/stock (median of rounds)", "ours/floor (of medians)", "ours/floor (median of rounds)"}
+
+// pairedRatio is the median over rounds of a/b within the round, with the
+// lowest and highest: the servers of one round ran within a minute of each
+// other, so this follows a machine whose speed drifts between rounds.
+func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float64) string {
+	byRound := map[int][2]float64{}
+	for _, x := range r.results {
+		if x.Mix != mixKey {
+			continue
+		}
+		v := byRound[x.Round]
+		switch x.Server {
+		case a:
+			v[0] = metric(x)
+		case b:
+			v[1] = metric(x)
+		}
+		byRound[x.Round] = v
+	}
+	var ratios []float64
+	for _, v := range byRound {
+		if v[0] > 0 && v[1] > 0 {
+			ratios = append(ratios, v[0]/v[1])
+		}
+	}
+	if len(ratios) == 0 {
+		return "-"
+	}
+	slices.Sort(ratios)
+	med := ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		med = (ratios[len(ratios)/2-1] + med) / 2
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", med, ratios[0], ratios[len(ratios)-1])
+}
+
+func (r *report) runLine() string {
+	c := r.cfg
+	return fmt.Sprintf("%d alternating rounds of %v per server and mix; servers GOMAXPROCS=1 on CPU %s, dnsperf -c %d -q %d -T 1 -t 5 -b 1024 -e on CPU %s",
+		c.rounds, c.duration, c.serverCPU, c.clients, c.outstanding, c.loadCPU)
+}
+
+const (
+	qpsTitle    = "QPS: median (lowest–highest) of the rounds"
+	perCPUTitle = "QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU"
+)
+
+// String renders the report as plain text for the terminal.
+func (r *report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "== bench: %s, %.0fs\n", r.started.Format(time.RFC3339), r.finished.Sub(r.started).Seconds())
+	for _, h := range r.host {
+		fmt.Fprintf(&b, "   %s\n", h)
+	}
+	if len(r.results) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", r.runLine())
+		fmt.Fprintf(&b, "\n%s:\n", qpsTitle)
+		b.WriteString(table(append([][]string{header}, r.rows(qpsOf)...)))
+		fmt.Fprintf(&b, "\n%s:\n", perCPUTitle)
+		b.WriteString(table(append([][]string{header}, r.rows(perCPUOf)...)))
+		b.WriteString("\nper server and mix, over all rounds:\n")
+		b.WriteString(table(r.detailRows()))
+		for _, w := range r.warnings() {
+			fmt.Fprintf(&b, "  WARNING: %s\n", w)
+		}
+	}
+	if len(r.diffs) > 0 {
+		b.WriteString("\nanswers that differ between stock and ours (SOA serials ignored):\n")
+		for _, d := range r.diffs {
+			fmt.Fprintf(&b, "  %s: %d of %d, e.g. %s\n    stock: %s\n    ours:  %s\n", d.Kind, d.Count, d.Of, d.Example,
+				orErr(d.Stock, d.StockErr), orErr(d.Ours, d.Err))
+		}
+	}
+	if len(r.footprints) > 0 {
+		b.WriteString("\nstart-up and memory (one server at a time on its CPU):\n")
+		b.WriteString(table(r.footprintRows()))
+	}
+	if len(r.props) > 0 {
+		b.WriteString("\npropagation: API write (merge patch of one import's ips) to the first DNS answer with the new address:\n")
+		b.WriteString(table(r.propRows()))
+	}
+	return b.String()
+}
+
+func orErr(s, err string) string {
+	if err != "" {
+		return "error: " + err
+	}
+	return strings.ReplaceAll(s, "\n", "\n           ")
+}
+
+func (r *report) detailRows() [][]string {
+	rows := [][]string{{"mix", "server", "runs", "queries sent", "lost", "non-NOERROR", "avg response", "server CPU (mean)", "others on its CPU (mean)"}}
+	for _, m := range r.mixes {
+		for _, s := range []string{"floor", "stock", "ours"} {
+			_, _, _, n := r.stat(s, m.Key, qpsOf)
+			if n == 0 {
+				continue
+			}
+			lost, bad, sent, sc, oc, size := r.totals(s, m.Key)
+			rows = append(rows, []string{m.Key, s, fmt.Sprint(n), fmt.Sprint(sent), fmt.Sprint(lost), fmt.Sprint(bad),
+				fmt.Sprintf("%d B", size), fmt.Sprintf("%.0f%%", sc*100), fmt.Sprintf("%.0f%%", oc*100)})
+		}
+	}
+	return rows
+}
+
+// warnings name runs whose answers were not all NOERROR where they must be.
+func (r *report) warnings() []string {
+	var out []string
+	for _, x := range r.results {
+		if bad := x.NonNoError(); bad > 0 && (x.Mix == "a" || x.Mix == "srv" || x.Server == "floor") {
+			out = append(out, fmt.Sprintf("round %d, %s, %s: %d responses were not NOERROR (%v)", x.Round, x.Mix, x.Server, bad, x.Rcodes))
+		}
+	}
+	return out
+}
+
+func (r *report) footprintRows() [][]string {
+	rows := [][]string{{"server", "imports", "time to ready", "VmRSS at ready", "VmRSS settled", "RssAnon settled", "VmHWM"}}
+	for _, f := range r.footprints {
+		mib := func(kb int) string {
+			if kb == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+		}
+		rows = append(rows, []string{f.Label, fmt.Sprint(f.Imports), fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()),
+			mib(f.AtReady.RSS), mib(f.Settled.RSS), mib(f.Settled.Anon), mib(f.Settled.HWM)})
+	}
+	return rows
+}
+
+func (r *report) propRows() [][]string {
+	rows := [][]string{{"server", "imports", "writes", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50"}}
+	for _, p := range r.props {
+		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprint(p.Writes), fmt.Sprintf("%.0f/s", p.Achieved),
+			fmt.Sprint(p.Seen), fmt.Sprintf("%.1f ms", ms(p.P50)), fmt.Sprintf("%.1f ms", ms(p.P90)),
+			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50))})
+	}
+	return rows
+}
+
+// table aligns rows of cells into columns.
+func table(rows [][]string) string {
+	width := map[int]int{}
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		b.WriteString("  ")
+		for i, c := range row {
+			pad := width[i] - len([]rune(c))
+			b.WriteString(c)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", pad+2))
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// mdTable renders rows as a Markdown table, the first row the header.
+func mdTable(rows [][]string) string {
+	var b strings.Builder
+	for i, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Markdown renders the report for docs/benchmarks.md.
+func (r *report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s (%.0f s in all) on this machine: %s; %s.\n\n", r.started.Format("2006-01-02 15:04 MST"),
+		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
+	if len(r.results) > 0 {
+		fmt.Fprintf(&b, "%s.\n\n", strings.ToUpper(r.runLine()[:1])+r.runLine()[1:])
+		fmt.Fprintf(&b, "%s:\n\n", qpsTitle)
+		b.WriteString(mdTable(append([][]string{header}, r.rows(qpsOf)...)))
+		fmt.Fprintf(&b, "\n%s:\n\n", perCPUTitle)
+		b.WriteString(mdTable(append([][]string{header}, r.rows(perCPUOf)...)))
+		b.WriteString("\n")
+		b.WriteString(mdTable(r.detailRows()))
+		for _, w := range r.warnings() {
+			fmt.Fprintf(&b, "\n**Warning:** %s\n", w)
+		}
+	}
+	if len(r.results) > 0 {
+		b.WriteString("\nEvery run:\n\n")
+		rows := [][]string{{"round", "mix", "server", "QPS", "per CPU-second", "server CPU", "others on its CPU", "lost", "non-NOERROR", "avg latency"}}
+		for _, x := range r.results {
+			rows = append(rows, []string{fmt.Sprint(x.Round), x.Mix, x.Server, fmt.Sprintf("%.0f", x.QPS), fmt.Sprintf("%.0f", x.PerCPU()),
+				fmt.Sprintf("%.0f%%", x.ServerCPU*100), fmt.Sprintf("%.0f%%", x.OtherCPU*100), fmt.Sprint(x.Lost),
+				fmt.Sprint(x.NonNoError()), fmt.Sprintf("%.1f ms", x.AvgLatency*1000)})
+		}
+		b.WriteString(mdTable(rows))
+	}
+	if len(r.footprints) > 0 {
+		b.WriteString("\n")
+		b.WriteString(mdTable(r.footprintRows()))
+	}
+	if len(r.props) > 0 {
+		b.WriteString("\n")
+		b.WriteString(mdTable(r.propRows()))
+	}
+	if len(r.diffs) > 0 {
+		b.WriteString("\nQuestions answered differently by stock and ours (SOA serials ignored):\n\n")
+		for _, d := range r.diffs {
+			fmt.Fprintf(&b, "- %s: %d of %d, e.g. `%s`\n", d.Kind, d.Count, d.Of, d.Example)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// footprint is a server's start-up cost with a number of imports loaded.
+type footprint struct {
+	Server  string
+	Label   string
+	Imports int
+	ReadyIn time.Duration
+	// Memory right after ready, and after settling.
+	AtReady, Settled mem
+}
+
+// propagation is how long a change written to the API server takes to show
+// in a server's DNS answers.
+type propagation struct {
+	Server, Label string
+	Imports       int
+	Rate          float64 // writes per second asked
+	Achieved      float64 // writes per second sent
+	Writes, Seen  int
+	WriteErrors   int
+	// Seen latencies from sending the write to the first DNS answer that
+	// holds the new address; Ack, from sending to the API server's response.
+	P50, P90, P99, Max time.Duration
+	AckP50, AckP99     time.Duration
+}
+
+// measureFootprint starts a server, checks the last import answers, lets it
+// settle and reads its memory; the server is left running.
+func measureFootprint(start func() (*server, error), fx fixture, imports int, settle time.Duration) (*server, footprint, error) {
+	s, err := start()
+	if err != nil {
+		return nil, footprint{}, err
+	}
+	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady}
+	last := fx.name(imports - 1)
+	r, err := exchange(s.addr(), last, dns.TypeA)
+	if err != nil {
+		s.Stop()
+		return nil, f, fmt.Errorf("%s: %s A: %w", s.Name, last, err)
+	}
+	if !hasA(r, importIP(imports-1)) {
+		s.Stop()
+		return nil, f, fmt.Errorf("%s: %s A after ready: want %s, got\n%s", s.Name, last, importIP(imports-1), r)
+	}
+	time.Sleep(settle)
+	f.Settled, err = s.Memory()
+	return s, f, err
+}
+
+func hasA(r *dns.Msg, ip string) bool {
+	if r == nil || r.Rcode != dns.RcodeSuccess {
+		return false
+	}
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok && a.A.String() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// measurePropagation changes the ClusterSetIP of distinct imports at rate
+// writes per second for d, each with one merge patch, and measures for each
+// write the time from sending it to the first DNS answer holding the new
+// address. One watcher asks s, over one UDP socket and one question at a
+// time, for every pending name in turn, so that the polling adds at most one
+// query in flight to the server's load; a name is given up after 15 seconds.
+func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d time.Duration) (propagation, error) {
+	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate)}
+	writes := int(float64(rate) * d.Seconds())
+	if writes > c.loaded {
+		writes = c.loaded // one write per import, so answers cannot be confused
+	}
+	if writes > 1<<16 {
+		writes = 1 << 16
+	}
+	var (
+		mu       sync.Mutex // guards ack, errs, firstErr
+		ack      []time.Duration
+		errs     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	w := &watcher{server: s, waiting: map[int]pendingWrite{}}
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- w.run(ctx) }()
+
+	sem := make(chan struct{}, 256)
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for k := range writes {
+		// Paced by the clock, not a ticker, so that a late write does not
+		// lower the rate.
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-time.After(time.Until(start.Add(time.Duration(k) * interval))):
+		}
+		sem <- struct{}{}
+		i := (k * 7919) % c.loaded // spread over namespaces and names
+		if c.loaded%7919 == 0 {
+			i = k
+		}
+		ip := fmt.Sprintf("10.150.%d.%d", (k>>8)&255, k&255)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			sent := time.Now()
+			w.add(k, pendingWrite{name: c.fx.name(i), ip: ip, sent: sent})
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := c.setIP(wctx, i, ip)
+			cancel()
+			acked := time.Since(sent)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				w.drop(k)
+				errs++
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			ack = append(ack, acked)
+		})
+	}
+	sendTime := time.Since(start)
+	wg.Wait()
+	w.close()
+	if err := <-watchDone; err != nil {
+		return p, err
+	}
+	seen := w.seen
+	p.Writes, p.Seen, p.WriteErrors = writes, len(seen), errs
+	p.Achieved = float64(writes) / sendTime.Seconds()
+	slices.Sort(seen)
+	slices.Sort(ack)
+	p.P50, p.P90, p.P99 = percentile(seen, 0.50), percentile(seen, 0.90), percentile(seen, 0.99)
+	if len(seen) > 0 {
+		p.Max = seen[len(seen)-1]
+	}
+	p.AckP50, p.AckP99 = percentile(ack, 0.50), percentile(ack, 0.99)
+	if errs > writes/100 {
+		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, writes, firstErr)
+	}
+	return p, nil
+}
+
+// pendingWrite is a write whose new address DNS has not answered yet.
+type pendingWrite struct {
+	name, ip string
+	sent     time.Time
+}
+
+// watcher asks a server for each pending name in turn, one question at a
+// time over one UDP socket, until it answers the new address (the latency
+// goes to seen) or 15 seconds have passed.
+type watcher struct {
+	server *server
+
+	mu      sync.Mutex
+	waiting map[int]pendingWrite
+	closed  bool // no more writes will be added
+	seen    []time.Duration
+}
+
+func (w *watcher) add(k int, p pendingWrite) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting[k] = p
+}
+
+func (w *watcher) drop(k int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waiting, k)
+}
+
+func (w *watcher) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+}
+
+// run watches until nothing waits and close was called.
+func (w *watcher) run(ctx context.Context) error {
+	cl := &dns.Client{Net: "udp", Timeout: time.Second}
+	conn, err := cl.DialContext(ctx, w.server.addr())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for ctx.Err() == nil {
+		w.mu.Lock()
+		keys := make([]int, 0, len(w.waiting))
+		for k := range w.waiting {
+			keys = append(keys, k)
+		}
+		done := w.closed && len(keys) == 0
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		pass := time.Now()
+		for _, k := range keys {
+			w.mu.Lock()
+			p, ok := w.waiting[k]
+			w.mu.Unlock()
+			if !ok {
+				continue
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(p.name, dns.TypeA)
+			m.RecursionDesired = false
+			r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
+			now := time.Now()
+			w.mu.Lock()
+			switch {
+			case err == nil && hasA(r, p.ip):
+				w.seen = append(w.seen, now.Sub(p.sent))
+				delete(w.waiting, k)
+			case now.Sub(p.sent) > 15*time.Second:
+				delete(w.waiting, k)
+			}
+			w.mu.Unlock()
+		}
+		if rest := time.Millisecond - time.Since(pass); rest > 0 {
+			time.Sleep(rest)
+		}
+	}
+	return ctx.Err()
+}
+
+// percentile of sorted durations, nearest rank.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(k, len(sorted)-1))]
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Benchmarks the project's CoreDNS against stock CoreDNS v1.15.0 and prints a
+# table (docs/benchmarks.md explains it). In one run, side by side:
+#   floor  stock CoreDNS v1.15.0 answering with the whoami plugin;
+#   stock  stock CoreDNS v1.15.0's kubernetes plugin, `multicluster
+#          clusterset.local`, on v1alpha1 ServiceImports;
+#   ours   CoreDNS with this plugin (./cmd/coredns) on v1alpha2 ServiceImports;
+# each against a real etcd and kube-apiserver on 127.0.0.1 holding 2,000
+# ClusterSetIP imports and one headless import of 3 clusters × 40 endpoints.
+# Every server runs with GOMAXPROCS=1 on CPU 1, dnsperf on CPU 0.
+#
+# Usage: hack/bench.sh [-rounds 5] [-duration 10s] [-scale] [other flags of
+# bench/, see `go run ./bench -h` from bench/]. -scale adds RSS and
+# time-to-ready at 10,000 imports and write-to-answer propagation latency.
+#
+# It installs dnsperf and dig with apt-get when missing, builds kube-apiserver,
+# etcd and kubectl once (hack/realenv/build.sh), stock CoreDNS once (about 5
+# CPU-minutes) into .cache/bench/, and the project's CoreDNS every run.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export GOWORK=off
+out=$top/.cache/bench
+mkdir -p "$out"
+start=$SECONDS
+# One benchmark at a time: two would share the servers' CPU.
+exec 9>"$out/.lock"
+if ! flock -n 9; then
+	echo "bench: another hack/bench.sh is running (it holds $out/.lock)" >&2
+	exit 1
+fi
+
+missing=()
+command -v dnsperf >/dev/null || missing+=(dnsperf)
+command -v dig >/dev/null || missing+=(bind9-dnsutils)
+command -v taskset >/dev/null || missing+=(util-linux)
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "bench: installing ${missing[*]} (apt-get)"
+	sudo=
+	if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ "$(nproc)" -lt 2 ]; then
+	echo "bench: needs 2 CPUs (the servers on CPU 1, dnsperf on CPU 0); this machine has $(nproc)" >&2
+	exit 1
+fi
+
+hack/realenv/build.sh
+
+# Stock CoreDNS exactly as released: bench/stock requires CoreDNS v1.15.0 and
+# nothing else, so its build list is CoreDNS's own go.mod.
+stock=$out/coredns-stock-v1.15.0
+if [ ! -x "$stock" ] || ! "$stock" -version 2>/dev/null | grep -q '^CoreDNS-1.15.0$'; then
+	echo "bench: building stock CoreDNS v1.15.0 from the Go module proxy (a few minutes, once)"
+	(cd bench/stock && go build -trimpath -o "$stock.tmp" github.com/coredns/coredns)
+	mv "$stock.tmp" "$stock"
+else
+	echo "bench: reusing $stock"
+fi
+
+echo "bench: building the project's CoreDNS (./cmd/coredns) and the benchmark driver"
+go build -trimpath -o "$out/coredns-ours" ./cmd/coredns
+(cd bench && go build -o "$out/bench" .)
+echo "bench: binaries ready ($((SECONDS - start))s)"
+
+E2E_REPO_ROOT=$top "$out/bench" -repo "$top" -ours "$out/coredns-ours" -stock "$stock" "$@"
+echo "bench: done in $((SECONDS - start))s"
