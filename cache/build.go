@@ -182,9 +182,10 @@ func srvRecord(owner string, ttl uint32, port uint16, target string, weight uint
 }
 
 // setWeights spreads the weight evenly over the records of one answer, as
-// CoreDNS's kubernetes plugin does: floor(100 / count).
+// CoreDNS's kubernetes plugin does: floor(100 / count), and at least 1 (a
+// weight of 0 means "rarely pick" in RFC 2782).
 func setWeights(rs []dns.RR) {
 	for _, r := range rs {
-		r.(*dns.SRV).Weight = uint16(100 / len(rs))
+		r.(*dns.SRV).Weight = uint16(max(1, 100/len(rs)))
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/miekg/dns"
 )
 
 func withFields(u *unstructured.Unstructured, fields map[string]any) *unstructured.Unstructured {
@@ -112,5 +114,16 @@ func TestSliceProblems(t *testing.T) {
 	v6.AddressType = discoveryv1.AddressTypeIPv6
 	if got := fmt.Sprint(sliceFrom(v6).Endpoints); got != "[{fd00--1-2 [fd00::1:2]}]" {
 		t.Errorf("IPv6 endpoint name: %s", got)
+	}
+}
+
+func TestSRVWeightAtLeastOne(t *testing.T) {
+	rs := make([]dns.RR, 120)
+	for i := range rs {
+		rs[i] = srvRecord("x.", 5, 80, "t.", 0)
+	}
+	setWeights(rs)
+	if w := rs[0].(*dns.SRV).Weight; w != 1 {
+		t.Fatalf("weight %d over 120 records, want 1", w)
 	}
 }
