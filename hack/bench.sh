@@ -9,9 +9,11 @@
 # ClusterSetIP imports and one headless import of 3 clusters × 40 endpoints.
 # Every server runs with GOMAXPROCS=1 on CPU 1, dnsperf on CPU 0.
 #
-# Usage: hack/bench.sh [-rounds 5] [-duration 10s] [-scale] [other flags of
-# bench/, see `go run ./bench -h` from bench/]. -scale adds RSS and
-# time-to-ready at 10,000 imports and write-to-answer propagation latency.
+# Usage: hack/bench.sh [-rounds 5] [-duration 10s] [-scale] [-pprof] [other
+# flags of the driver in bench/: .cache/bench/bench -h lists them]. -scale adds
+# RSS and time-to-ready at 10,000 imports and write-to-answer propagation
+# latency. About 7.5 minutes (9 with -scale) once the binaries are built;
+# docs/benchmarks.md explains the method and shows a run.
 #
 # It installs dnsperf and dig with apt-get when missing, builds kube-apiserver,
 # etcd and kubectl once (hack/realenv/build.sh), stock CoreDNS once (about 5
