@@ -27,12 +27,7 @@ const (
 func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	zi := -1
-	for i, z := range m.Zones {
-		if inZone(qname, z) && (zi < 0 || len(z) > len(m.Zones[zi])) {
-			zi = i
-		}
-	}
+	zi := m.zoneOf(qname)
 	if zi < 0 {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
@@ -73,6 +68,18 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	}
 	w.WriteMsg(msg)
 	return dns.RcodeSuccess, nil
+}
+
+// zoneOf returns the index of the most specific of the plugin's zones that
+// holds name, or -1.
+func (m *Multicluster) zoneOf(name string) int {
+	zi := -1
+	for i, z := range m.Zones {
+		if inZone(name, z) && (zi < 0 || len(z) > len(m.Zones[zi])) {
+			zi = i
+		}
+	}
+	return zi
 }
 
 // inZone reports whether name is zone or below it; both are lower-case and

@@ -14,13 +14,10 @@ import (
 // plugin can print who asked for what.
 func (m *Multicluster) Metadata(ctx context.Context, state request.Request) context.Context {
 	qname := state.Name()
-	for i, z := range m.Zones {
-		if m.zoneFwd[i] < 0 || !strings.HasSuffix(qname, z) {
-			continue
-		}
-		p := parseName(qname, z)
+	if zi := m.zoneOf(qname); zi >= 0 && m.zoneFwd[zi] >= 0 {
+		p := parseName(qname, m.Zones[zi])
 		if p.kind != kindService && p.kind != kindSub {
-			continue
+			return ctx
 		}
 		svc, _, _ := strings.Cut(p.service, ".")
 		metadata.SetValueFunc(ctx, pluginName+"/namespace", func() string { return p.namespace })
@@ -29,7 +26,6 @@ func (m *Multicluster) Metadata(ctx context.Context, state request.Request) cont
 			_, cluster, _ := strings.Cut(p.sub, ".")
 			metadata.SetValueFunc(ctx, pluginName+"/cluster", func() string { return cluster })
 		}
-		break
 	}
 	return ctx
 }

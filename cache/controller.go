@@ -67,12 +67,13 @@ type Controller struct {
 	wanted   []string
 	served   func(ctx context.Context, version string) (bool, error)
 	viewsMu  sync.RWMutex
-	views    []*view          // synced, in wanted order
-	starting map[string]*view // started, not synced yet
-	discoErr bool             // the last discovery failed (logged once)
-	apiDown  atomic.Bool      // list or watch cannot reach the API server (logged once)
-	denied   atomic.Bool      // list or watch was refused for lack of permission (logged once)
-	every    time.Duration    // discovery interval
+	views    []*view           // synced, in wanted order
+	starting map[string]*view  // started, not synced yet
+	discoErr bool              // the last discovery failed (logged once)
+	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
+	denied   atomic.Bool       // list or watch was refused for lack of permission (logged once)
+	every    time.Duration     // discovery interval
+	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	statsMu   sync.Mutex
 	imports   map[string]int
@@ -105,6 +106,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		wanted:   []string{V1alpha2},
 		starting: map[string]*view{},
 		every:    discoveryInterval,
+		lost:     map[string]string{},
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
 	if cfg.Fallback {
@@ -554,9 +556,14 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 		agreed = agreed && im.ResourceVersion == present[0].ResourceVersion
 	}
 	if agreed {
-		if best == nil && len(present) > 0 && (c.cfg.Fallback || prev != nil) {
+		if best == nil && len(present) > 0 && (c.cfg.Fallback || prev != nil) &&
+			c.lost[k] != present[0].ResourceVersion {
 			// Every view reads empty: the API server dropped the fields.
+			// Said once per write, not on every rebuild of the service.
+			c.lost[k] = present[0].ResourceVersion
 			c.report("ServiceImport", ns, name, []string{ReasonDataLost})
+		} else if best != nil || len(present) == 0 {
+			delete(c.lost, k)
 		}
 		return best
 	}

@@ -308,6 +308,23 @@ func TestControllerFallbackMerge(t *testing.T) {
 	if lost == 0 {
 		t.Error("data loss not reported")
 	}
+	// Another rebuild of the service (a slice event) does not say it again.
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("demo").Create(context.Background(), mcSlice("demo", "api-x", "api", "west", "10.9.0.1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("slice seen", func() error {
+		if objs, _ := e.c.slices.GetIndexer().ByIndex(sliceByService, "api.demo"); len(objs) == 0 {
+			return fmt.Errorf("slice not indexed yet")
+		}
+		return nil
+	})
+	time.Sleep(50 * time.Millisecond)
+	e.mu.Lock()
+	again := e.skip[ReasonDataLost]
+	e.mu.Unlock()
+	if again != lost {
+		t.Errorf("data loss reported %d times, then %d after a rebuild: want once per write", lost, again)
+	}
 
 	// A delete seen by one view first: keep answering until both agree.
 	e.remove(gvr2, "demo", "web")
