@@ -1,7 +1,11 @@
 package multicluster
 
 import (
+	"context"
+	"sync"
+
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -40,6 +44,30 @@ var (
 		Help:      "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
 	}, []string{"kind", "reason"})
 )
+
+// resultLabel is the result label of each result.
+var resultLabel = [...]string{success: "success", nameError: "NXDOMAIN", noData: "NODATA", serverFailure: "SERVFAIL"}
+
+// resultCounters are one server's response counters, by result.
+type resultCounters [len(resultLabel)]prometheus.Counter
+
+// byServer caches each server's resultCounters, so that a query costs one
+// map read instead of hashing its labels into the CounterVec.
+var byServer sync.Map // server label → *resultCounters
+
+// counters returns the response counters of the server that ctx belongs to.
+func (m *Multicluster) counters(ctx context.Context) *resultCounters {
+	server := metrics.WithServer(ctx)
+	if c, ok := byServer.Load(server); ok {
+		return c.(*resultCounters)
+	}
+	c := new(resultCounters)
+	for i, l := range resultLabel {
+		c[i] = responses.WithLabelValues(server, l)
+	}
+	actual, _ := byServer.LoadOrStore(server, c)
+	return actual.(*resultCounters)
+}
 
 func recordStats(s cache.Stats) {
 	for v, n := range s.Imports {

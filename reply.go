@@ -14,16 +14,18 @@ type reply struct {
 	used  int
 	a     []dns.A
 	aaaa  []dns.AAAA
-	srv   []dns.SRV
+	srvs  []dns.SRV
 	aBuf  [2]dns.A
 	srvB  [2]dns.SRV
 	aaaaB [1]dns.AAAA
+	ip4   [4]byte  // the address of the A records made for a ClusterSetIP service
+	ip6   [16]byte // and of its AAAA records
 }
 
 // newReply answers r as dns.Msg.SetReply does, with AA set.
 func newReply(r *dns.Msg) *reply {
 	rep := &reply{}
-	rep.a, rep.aaaa, rep.srv = rep.aBuf[:0], rep.aaaaB[:0], rep.srvB[:0]
+	rep.a, rep.aaaa, rep.srvs = rep.aBuf[:0], rep.aaaaB[:0], rep.srvB[:0]
 	m := &rep.msg
 	m.Id = r.Id
 	m.Response = true
@@ -40,26 +42,42 @@ func newReply(r *dns.Msg) *reply {
 	return rep
 }
 
+// put copies a lookup's records into the reply when it succeeded, and
+// returns its result; the answer's records take the query name as it was
+// asked.
+func (rep *reply) put(answer, extra []dns.RR, res result) result {
+	if res == success {
+		rep.msg.Answer = rep.records(answer, rep.q[0].Name)
+		rep.msg.Extra = rep.records(extra, "")
+	}
+	return res
+}
+
+// section returns an empty section with room for n records, from the reply's
+// own room while it lasts. Its capacity is capped: a plugin that appends to
+// one section cannot overwrite the next.
+func (rep *reply) section(n int) []dns.RR {
+	if n == 0 {
+		return nil
+	}
+	if rep.used+n <= len(rep.slots) {
+		s := rep.slots[rep.used : rep.used : rep.used+n]
+		rep.used += n
+		return s
+	}
+	return make([]dns.RR, 0, n)
+}
+
 // records copies rs into the reply; with an owner, the copies take that name
 // (the query name as it was asked).
 func (rep *reply) records(rs []dns.RR, owner string) []dns.RR {
-	if len(rs) == 0 {
-		return nil
-	}
-	var out []dns.RR
-	if rep.used+len(rs) <= len(rep.slots) {
-		// A capped slice: a plugin that appends cannot overwrite the next section.
-		out = rep.slots[rep.used : rep.used+len(rs) : rep.used+len(rs)]
-		rep.used += len(rs)
-	} else {
-		out = make([]dns.RR, len(rs))
-	}
+	out := rep.section(len(rs))
 	for i, rr := range rs {
 		c := rep.clone(rr, len(rs)-i)
 		if owner != "" {
 			c.Header().Name = owner
 		}
-		out[i] = c
+		out = append(out, c)
 	}
 	return out
 }
@@ -73,7 +91,7 @@ func (rep *reply) clone(rr dns.RR, left int) dns.RR {
 	case *dns.AAAA:
 		return push(&rep.aaaa, *v, left)
 	case *dns.SRV:
-		return push(&rep.srv, *v, left)
+		return push(&rep.srvs, *v, left)
 	case *dns.SOA:
 		if v == &rep.soa {
 			return v

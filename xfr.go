@@ -33,7 +33,10 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 		if fi := m.zoneFwd[zi]; fi >= 0 {
 			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
 			for _, svc := range services {
-				if fi < len(svc.Zones) {
+				switch {
+				case !svc.Headless:
+					ch <- m.clusterSetIPRecords(svc, zone)
+				case fi < len(svc.Zones):
 					ch <- zoneRecords(&svc.Zones[fi])
 				}
 			}
@@ -62,7 +65,7 @@ func (m *Multicluster) services() []*cache.Service {
 	return list
 }
 
-// zoneRecords is every record of one service in one zone, in a stable order.
+// zoneRecords is every record of a headless service in one zone, in a stable order.
 func zoneRecords(z *cache.ZoneAnswers) []dns.RR {
 	rs := slices.Concat(z.Service.A, z.Service.AAAA, z.Service.SRV)
 	subs := make([]string, 0, len(z.Sub))

@@ -3,7 +3,6 @@ package cache
 import (
 	"net"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -19,7 +18,7 @@ type Answers struct {
 	Extra []dns.RR // A/AAAA glue of the SRV targets
 }
 
-// ZoneAnswers are a service's answers inside one zone.
+// ZoneAnswers are a headless service's answers inside one zone.
 type ZoneAnswers struct {
 	Service Answers             // <svc>.<ns>.svc.<zone>
 	Sub     map[string]*Answers // "_<port>._<proto>" and "<host>.<cluster>", relative to the service name
@@ -27,16 +26,29 @@ type ZoneAnswers struct {
 }
 
 // Service is the immutable answer set of one imported service.
+//
+// A ClusterSetIP service keeps only its addresses and ports: its records
+// differ from zone to zone only in their names, and a reader writes them
+// straight into its reply from these fields, so that a hundred thousand
+// services do not each hold a dozen records and two maps. A headless
+// service, whose answers are gathered from many EndpointSlices, keeps its
+// records ready in Zones.
 type Service struct {
 	Namespace string
 	Name      string
 	Version   string // the ServiceImport version the answers come from
 	Headless  bool
 	Endpoints int           // ready endpoint names, headless only
-	Zones     []ZoneAnswers // one per configured zone, in the configured order
-	IPs       []netip.Addr  // ClusterSetIPs, for reverse lookups
+	IPs       []netip.Addr  // ClusterSetIPs: at most one per family, in the object's order
+	Ports     []Port        // named ports, in the object's order
+	Zones     []ZoneAnswers // headless only: one per configured zone, in the configured order
 	im        *Import       // the view the answers come from
-	in        normalized
+	endpoints []namedAddrs  // headless only: what Zones were made from
+}
+
+// inputs is what the service's answers were made from.
+func (s *Service) inputs() normalized {
+	return normalized{headless: s.Headless, ips: s.IPs, ports: s.Ports, endpoints: s.endpoints}
 }
 
 // normalized is what the answers of a service are made from; two services with
@@ -84,12 +96,20 @@ func normalize(im *Import, slices_ []*Slice) (normalized, bool) {
 	return n, len(n.endpoints) > 0
 }
 
-func (n normalized) equal(o normalized) bool { return reflect.DeepEqual(n, o) }
+func (n normalized) equal(o normalized) bool {
+	return n.headless == o.headless && slices.Equal(n.ips, o.ips) && slices.Equal(n.ports, o.ports) &&
+		slices.EqualFunc(n.endpoints, o.endpoints, func(a, b namedAddrs) bool {
+			return a.name == b.name && slices.Equal(a.addrs, b.addrs)
+		})
+}
 
 // build makes the answers of one service in every zone.
 func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
 	s := &Service{Namespace: im.Namespace, Name: im.Name, Version: im.Version, Headless: n.headless,
-		Endpoints: len(n.endpoints), IPs: n.ips, im: im, in: n}
+		Endpoints: len(n.endpoints), IPs: n.ips, Ports: n.ports, im: im, endpoints: n.endpoints}
+	if !n.headless {
+		return s
+	}
 	s.Zones = make([]ZoneAnswers, len(zones))
 	for i, zone := range zones {
 		s.Zones[i] = buildZone(im, n, zone, ttl)
@@ -97,49 +117,34 @@ func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
 	return s
 }
 
+// buildZone makes a headless service's answers in one zone.
 func buildZone(im *Import, n normalized, zone string, ttl uint32) ZoneAnswers {
 	svcName := im.Name + "." + im.Namespace + ".svc." + zone
 	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
-	if !n.headless {
-		z.Service.A, z.Service.AAAA = addressRecords(svcName, n.ips, ttl)
-		glue := append(append([]dns.RR(nil), z.Service.A...), z.Service.AAAA...)
-		for _, p := range n.ports {
-			sub := "_" + p.Name + "._" + p.Proto
-			srv := []dns.RR{srvRecord(sub+"."+svcName, ttl, p.Port, svcName, 0)}
-			setWeights(srv)
-			z.Sub[sub] = &Answers{SRV: srv, Extra: glue}
-			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, svcName, 0))
+	targets := make([]string, len(n.endpoints))
+	var glue []dns.RR
+	for i, e := range n.endpoints {
+		targets[i] = e.name + "." + svcName
+		a, aaaa := addressRecords(targets[i], e.addrs, ttl)
+		z.Sub[e.name] = &Answers{A: a, AAAA: aaaa}
+		glue = append(append(glue, a...), aaaa...)
+		sa, saaaa := addressRecords(svcName, e.addrs, ttl)
+		z.Service.A = appendNew(z.Service.A, sa)
+		z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
+	}
+	for _, p := range n.ports {
+		sub := "_" + p.Name + "._" + p.Proto
+		ans := &Answers{Extra: glue}
+		for _, t := range targets {
+			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))
+			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
 		}
-		if len(z.Service.SRV) > 0 {
-			z.Service.Extra = glue
-		}
-		setWeights(z.Service.SRV)
-	} else {
-		targets := make([]string, len(n.endpoints))
-		var glue []dns.RR
-		for i, e := range n.endpoints {
-			targets[i] = e.name + "." + svcName
-			a, aaaa := addressRecords(targets[i], e.addrs, ttl)
-			z.Sub[e.name] = &Answers{A: a, AAAA: aaaa}
-			glue = append(append(glue, a...), aaaa...)
-			sa, saaaa := addressRecords(svcName, e.addrs, ttl)
-			z.Service.A = appendNew(z.Service.A, sa)
-			z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
-		}
-		for _, p := range n.ports {
-			sub := "_" + p.Name + "._" + p.Proto
-			ans := &Answers{Extra: glue}
-			for _, t := range targets {
-				ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))
-				z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
-			}
-			setWeights(ans.SRV)
-			z.Sub[sub] = ans
-		}
-		setWeights(z.Service.SRV)
-		if len(z.Service.SRV) > 0 {
-			z.Service.Extra = glue
-		}
+		setWeights(ans.SRV)
+		z.Sub[sub] = ans
+	}
+	setWeights(z.Service.SRV)
+	if len(z.Service.SRV) > 0 {
+		z.Service.Extra = glue
 	}
 	for sub := range z.Sub {
 		for i := strings.IndexByte(sub, '.'); i >= 0; i = strings.IndexByte(sub, '.') {
@@ -181,11 +186,14 @@ func srvRecord(owner string, ttl uint32, port uint16, target string, weight uint
 		Priority: 0, Weight: weight, Port: port, Target: target}
 }
 
-// setWeights spreads the weight evenly over the records of one answer, as
-// CoreDNS's kubernetes plugin does: floor(100 / count), and at least 1 (a
-// weight of 0 means "rarely pick" in RFC 2782).
+// setWeights spreads the weight evenly over the records of one answer.
 func setWeights(rs []dns.RR) {
 	for _, r := range rs {
-		r.(*dns.SRV).Weight = uint16(max(1, 100/len(rs)))
+		r.(*dns.SRV).Weight = SRVWeight(len(rs))
 	}
 }
+
+// SRVWeight is the weight of each of n SRV records of one answer, as CoreDNS's
+// kubernetes plugin gives it: floor(100 / n), and at least 1 (a weight of 0
+// means "rarely pick" in RFC 2782).
+func SRVWeight(n int) uint16 { return uint16(max(1, 100/n)) }

@@ -26,9 +26,7 @@ func TestChurnWhileReading(t *testing.T) {
 			for ctx.Err() == nil {
 				for i := range 20 {
 					if s := e.c.Lookup(fmt.Sprintf("svc%d.demo", i)); s != nil {
-						for _, rr := range s.Zones[0].Service.A {
-							_ = rr.String()
-						}
+						_ = addrsOf(s)
 					}
 				}
 				if e.c.Lookup("stable.demo") == nil {

@@ -503,7 +503,7 @@ func (c *Controller) sync(k string) {
 			}
 		}
 		if n, ok := normalize(im, slices_); ok {
-			if prev != nil && prev.im.Version == im.Version && prev.in.equal(n) {
+			if prev != nil && prev.im.Version == im.Version && prev.inputs().equal(n) {
 				if prev.im != im {
 					next = &Service{}
 					*next = *prev

@@ -26,12 +26,13 @@ var (
 type env struct {
 	servedMu  sync.Mutex
 	servedSet map[string]bool
-	t         *testing.T
+	t         testing.TB
 	dyn       *dynamicfake.FakeDynamicClient
 	kube      *kubefake.Clientset
 	c         *Controller
 	mu        sync.Mutex
 	skip      map[string]int
+	patience  time.Duration // how long eventually waits; 5s unless a hook sets it
 }
 
 // servedOnly, when set before start, is what discovery reports at first.
@@ -52,14 +53,14 @@ func (e *env) serve(versions ...string) {
 	e.servedMu.Unlock()
 }
 
-func start(t *testing.T, fallback bool, objs ...runtime.Object) *env {
+func start(t testing.TB, fallback bool, objs ...runtime.Object) *env {
 	t.Helper()
 	return startWith(t, fallback, nil, objs...)
 }
 
 // startWith is start with a hook that may add reactors to the fake clients
 // before the controller starts.
-func startWith(t *testing.T, fallback bool, hook func(*env), objs ...runtime.Object) *env {
+func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Object) *env {
 	t.Helper()
 	var dynObjs, kubeObjs []runtime.Object
 	for _, o := range objs {
@@ -69,7 +70,7 @@ func startWith(t *testing.T, fallback bool, hook func(*env), objs ...runtime.Obj
 			kubeObjs = append(kubeObjs, o)
 		}
 	}
-	e := &env{t: t, skip: map[string]int{}}
+	e := &env{t: t, skip: map[string]int{}, patience: 5 * time.Second}
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvr1: "ServiceImportList"}, dynObjs...)
 	e.kube = kubefake.NewClientset(kubeObjs...)
@@ -99,7 +100,7 @@ func startWith(t *testing.T, fallback bool, hook func(*env), objs ...runtime.Obj
 
 func (e *env) eventually(what string, f func() error) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(e.patience)
 	for {
 		err := f()
 		if err == nil {
@@ -118,15 +119,32 @@ func (e *env) wantAddrs(k string, want ...string) {
 		s := e.c.Lookup(k)
 		var got []string
 		if s != nil {
-			for _, rr := range append(append([]dns.RR(nil), s.Zones[0].Service.A...), s.Zones[0].Service.AAAA...) {
-				got = append(got, rrAddr(rr))
-			}
+			got = addrsOf(s)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("addresses %v, want %v", got, want)
 		}
 		return nil
 	})
+}
+
+// addrsOf is what the service's A and AAAA answers hold, A first.
+func addrsOf(s *Service) []string {
+	var got []string
+	if !s.Headless {
+		for _, v4 := range []bool{true, false} {
+			for _, ip := range s.IPs {
+				if ip.Is4() == v4 {
+					got = append(got, ip.String())
+				}
+			}
+		}
+		return got
+	}
+	for _, rr := range append(append([]dns.RR(nil), s.Zones[0].Service.A...), s.Zones[0].Service.AAAA...) {
+		got = append(got, rrAddr(rr))
+	}
+	return got
 }
 
 func v2(ns, name, rv string, typ string, ips ...string) *unstructured.Unstructured {

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -69,7 +68,7 @@ func importFromV1alpha1(u *unstructured.Unstructured) *Import {
 }
 
 func newImport(u *unstructured.Unstructured, version string) *Import {
-	return &Import{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, Version: version}
+	return &Import{Meta: Meta{Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, Version: version}
 }
 
 type rawPort struct {
@@ -156,7 +155,7 @@ func fill(im *Import, typ string, ips []string, ports []rawPort) {
 // sliceFrom makes the slim record of a multi-cluster EndpointSlice. Only ready
 // endpoints are kept (a nil ready counts as ready).
 func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
-	s := &Slice{ObjectMeta: metav1.ObjectMeta{Namespace: es.Namespace, Name: es.Name}, Service: es.Labels[LabelServiceName]}
+	s := &Slice{Meta: Meta{Namespace: es.Namespace, Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}
 	if len(validation.IsDNS1123Label(s.Service)) > 0 {
 		s.Problems = append(s.Problems, ReasonBadServiceName)
 		s.Service = ""

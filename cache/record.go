@@ -26,13 +26,13 @@ const (
 // Import is the slim record kept for one view (one API version) of a
 // ServiceImport. A view that the API server pruned to nothing has HasData false.
 type Import struct {
-	metav1.ObjectMeta // name, namespace and resourceVersion only
-	Version           string
-	HasData           bool
-	Headless          bool
-	IPs               []netip.Addr // at most one per family, in the object's order
-	Ports             []Port       // named, valid, without duplicates
-	Problems          []string     // what was dropped from the object, for logs and metrics
+	Meta
+	Version  string
+	HasData  bool
+	Headless bool
+	IPs      []netip.Addr // at most one per family, in the object's order
+	Ports    []Port       // named, valid, without duplicates
+	Problems []string     // what was dropped from the object, for logs and metrics
 }
 
 // Port is one named port of a service.
@@ -44,11 +44,11 @@ type Port struct {
 
 // Slice is the slim record of one multi-cluster EndpointSlice.
 type Slice struct {
-	metav1.ObjectMeta // name and namespace only
-	Service           string
-	Cluster           string     // lower-case RFC 1123 subdomain; empty when unusable
-	Endpoints         []Endpoint // ready endpoints only
-	Problems          []string
+	Meta
+	Service   string
+	Cluster   string     // lower-case RFC 1123 subdomain; empty when unusable
+	Endpoints []Endpoint // ready endpoints only
+	Problems  []string
 }
 
 // Endpoint is one ready endpoint: its DNS label (hostname, or the IP with
@@ -56,6 +56,21 @@ type Slice struct {
 type Endpoint struct {
 	Host  string
 	Addrs []netip.Addr
+}
+
+// Meta is the metadata a slim record keeps: a full metav1.ObjectMeta is over
+// 200 bytes, most of a ClusterSetIP import's record.
+type Meta struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor, through which informer
+// stores find a record's key. It is called when a record is stored, never
+// when a query is answered.
+func (m *Meta) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion}
 }
 
 // key returns the index key of a service: "<name>.<namespace>", the exact

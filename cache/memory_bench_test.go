@@ -1,0 +1,113 @@
+package cache
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+)
+
+// BenchmarkMemoryPerImport reports the heap the controller keeps per
+// ClusterSetIP import once synced: informer store, index and answers. The
+// fake API's own copies are measured before the controller starts and left
+// out. One op is one whole load, so run it with -benchtime 1x.
+func BenchmarkMemoryPerImport(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for range b.N {
+				objs := make([]k8sruntime.Object, n)
+				for i := range objs {
+					objs[i] = v2(fmt.Sprintf("ns-%02d", i%20), fmt.Sprintf("svc-%05d", i), "1", "ClusterSetIP",
+						fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+				}
+				var before uint64
+				e := startWith(b, false, func(e *env) { e.patience = 5 * time.Minute; before = liveHeap() }, objs...)
+				e.eventually("loaded", func() error {
+					if got := e.c.idx.count(); got != n {
+						return fmt.Errorf("%d services, want %d", got, n)
+					}
+					return nil
+				})
+				after := liveHeap()
+				if f := os.Getenv("HEAP_PROFILE"); f != "" {
+					writeHeapProfile(b, f)
+				}
+				b.ReportMetric(float64(after-before)/float64(n), "B/import")
+				runtime.KeepAlive(objs)
+			}
+		})
+	}
+}
+
+// writeHeapProfile saves the heap as it is now, for `go tool pprof`.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkRebuildOne measures the work after one ServiceImport changes,
+// among 1,000 to 100,000: the informer store's update and the controller's
+// sync of that service (choose the view, normalize, build, swap into the
+// index). It must not grow with the number of services. The informers are
+// not run, so that nothing else works in the background: the records go
+// straight into their stores.
+func BenchmarkRebuildOne(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), kubefake.NewClientset(),
+				Config{Zones: []string{"clusterset.local."}, TTL: 5})
+			v := c.newView(V1alpha2)
+			c.views = []*view{v}
+			store := v.informer.GetStore()
+			im := func(i int, rv string, ip netip.Addr) *Import {
+				return &Import{Meta: Meta{Namespace: fmt.Sprintf("ns-%02d", i%20), Name: fmt.Sprintf("svc-%05d", i),
+					ResourceVersion: rv}, Version: V1alpha2, HasData: true, IPs: []netip.Addr{ip},
+					Ports: []Port{{Name: "http", Proto: "tcp", Port: 80}}}
+			}
+			for i := range n {
+				r := im(i, "1", netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+				if err := store.Add(r); err != nil {
+					b.Fatal(err)
+				}
+				c.sync(key(r.Namespace, r.Name))
+			}
+			if got := c.idx.count(); got != n {
+				b.Fatalf("%d services, want %d", got, n)
+			}
+			const k = "svc-00007.ns-07"
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := store.Update(im(7, fmt.Sprint(2+i), netip.AddrFrom4([4]byte{10, 200, byte(i >> 8), byte(i)}))); err != nil {
+					b.Fatal(err)
+				}
+				c.sync(k)
+			}
+			b.StopTimer()
+			if got := c.Lookup(k).IPs[0]; got != netip.AddrFrom4([4]byte{10, 200, byte((b.N - 1) >> 8), byte(b.N - 1)}) {
+				b.Fatalf("after the last change: %v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package multicluster
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
+)
+
+// clusterSetIP writes into rep the answer of a ClusterSetIP service for a
+// name at or below it. svcName is the service's lower-case name in the zone,
+// sub the part of the query name below it ("" for the service's own name),
+// and owner the query name as asked, which the answer's records take.
+//
+// The records are made here from the service's addresses and ports rather
+// than kept ready in the snapshot: they are copied into every reply anyway,
+// and a ClusterSetIP service then costs a few hundred bytes, not kilobytes.
+func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub, owner string, qtype uint16) result {
+	if sub == "" {
+		switch qtype {
+		case dns.TypeA, dns.TypeAAAA:
+			for _, ip := range svc.IPs {
+				if ip.Is4() == (qtype == dns.TypeA) {
+					rep.msg.Answer = append(rep.section(1), rep.address(owner, ip, m.TTL))
+					return success
+				}
+			}
+		case dns.TypeSRV:
+			if len(svc.Ports) == 0 {
+				return noData
+			}
+			ans := rep.section(len(svc.Ports))
+			w := cache.SRVWeight(len(svc.Ports))
+			for i, p := range svc.Ports {
+				ans = append(ans, rep.srv(owner, p.Port, w, svcName, m.TTL, len(svc.Ports)-i))
+			}
+			rep.msg.Answer, rep.msg.Extra = ans, m.glue(rep, svc, svcName)
+			return success
+		}
+		return noData
+	}
+	for _, p := range svc.Ports {
+		if isPortName(sub, p) {
+			if qtype != dns.TypeSRV {
+				return noData
+			}
+			rep.msg.Answer = append(rep.section(1), rep.srv(owner, p.Port, cache.SRVWeight(1), svcName, m.TTL, 1))
+			rep.msg.Extra = m.glue(rep, svc, svcName)
+			return success
+		}
+	}
+	for _, p := range svc.Ports {
+		if len(sub) == 1+len(p.Proto) && sub[0] == '_' && sub[1:] == p.Proto {
+			return noData // "_<proto>": an empty non-terminal
+		}
+	}
+	return nameError
+}
+
+// glue is the address records of a ClusterSetIP service, A before AAAA, for
+// the additional section of its SRV answers.
+func (m *Multicluster) glue(rep *reply, svc *cache.Service, svcName string) []dns.RR {
+	extra := rep.section(len(svc.IPs))
+	for _, v4 := range []bool{true, false} {
+		for _, ip := range svc.IPs {
+			if ip.Is4() == v4 {
+				extra = append(extra, rep.address(svcName, ip, m.TTL))
+			}
+		}
+	}
+	return extra
+}
+
+// isPortName reports whether sub is "_<name>._<proto>" of port p.
+func isPortName(sub string, p cache.Port) bool {
+	n := len(p.Name)
+	return len(sub) == n+len(p.Proto)+3 && sub[0] == '_' && sub[1:1+n] == p.Name &&
+		sub[1+n:3+n] == "._" && sub[3+n:] == p.Proto
+}
+
+// address makes an A or AAAA record in the reply.
+func (rep *reply) address(name string, ip netip.Addr, ttl uint32) dns.RR {
+	if ip.Is4() {
+		b := ip.As4()
+		copy(rep.ip4[:], b[:])
+		return push(&rep.a, dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl},
+			A: net.IP(rep.ip4[:])}, 1)
+	}
+	rep.ip6 = ip.As16()
+	return push(&rep.aaaa, dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl},
+		AAAA: net.IP(rep.ip6[:])}, 1)
+}
+
+// srv makes an SRV record in the reply; left is how many more the answer
+// will hold, this one included.
+func (rep *reply) srv(owner string, port, weight uint16, target string, ttl uint32, left int) dns.RR {
+	return push(&rep.srvs, dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
+		Weight: weight, Port: port, Target: target}, left)
+}
+
+// clusterSetIPRecords is every record of a ClusterSetIP service in one zone,
+// in the order of a zone transfer: A, AAAA, SRV of the service, then the SRV
+// of each port by name.
+func (m *Multicluster) clusterSetIPRecords(svc *cache.Service, zone string) []dns.RR {
+	svcName := svc.Name + "." + svc.Namespace + ".svc." + zone
+	var rs []dns.RR
+	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV} {
+		rep := &reply{}
+		if m.clusterSetIP(rep, svc, svcName, "", svcName, qt) == success {
+			rs = append(rs, rep.msg.Answer...)
+		}
+	}
+	subs := make([]string, len(svc.Ports))
+	for i, p := range svc.Ports {
+		subs[i] = "_" + p.Name + "._" + p.Proto
+	}
+	slices.Sort(subs)
+	for _, sub := range subs {
+		rep := &reply{}
+		if m.clusterSetIP(rep, svc, svcName, sub, sub+"."+svcName, dns.TypeSRV) == success {
+			rs = append(rs, rep.msg.Answer...)
+		}
+	}
+	return rs
+}
