@@ -2,15 +2,14 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	"github.com/clustersetdns/multicluster/apis/v1alpha2"
 )
@@ -34,37 +33,101 @@ const (
 	ReasonBadServiceName = "bad_service_name"
 )
 
-// importFromV1alpha2 makes the slim record of a v1alpha2 view.
+// importFromV1alpha2 makes the slim record of a v1alpha2 view, whose fields
+// are at the object's root.
 func importFromV1alpha2(u *unstructured.Unstructured) *Import {
-	im := newImport(u, V1alpha2)
-	var si v1alpha2.ServiceImport
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &si); err != nil {
+	return importFrom(u, V1alpha2, u.Object)
+}
+
+// importFromV1alpha1 makes the slim record of a v1alpha1 view, whose fields
+// are under spec (the shape of sigs.k8s.io/mcs-api's v1alpha1 types).
+func importFromV1alpha1(u *unstructured.Unstructured) *Import {
+	spec, ok := u.Object["spec"].(map[string]any)
+	if _, present := u.Object["spec"]; present && !ok {
+		im := newImport(u, V1alpha1)
 		im.Problems = append(im.Problems, ReasonDecode)
 		return im
 	}
-	ports := make([]rawPort, 0, len(si.Ports))
-	for _, p := range si.Ports {
-		ports = append(ports, rawPort{p.Name, p.Protocol, p.Port})
+	return importFrom(u, V1alpha1, spec)
+}
+
+// importFrom reads type, ips and ports from fields, the part of the object
+// that holds them in its version. It reads the few fields it needs straight
+// from the decoded JSON: the reflection of runtime.DefaultUnstructuredConverter
+// cost more than everything else done per object at start-up. A field of the
+// wrong JSON type makes the whole view unusable, as a failed decode would.
+func importFrom(u *unstructured.Unstructured, version string, fields map[string]any) *Import {
+	im := newImport(u, version)
+	typ, ok1 := optional[string](fields["type"])
+	ips, ok2 := stringList(fields["ips"])
+	ports, ok3 := portList(fields["ports"])
+	if !ok1 || !ok2 || !ok3 {
+		im.Problems = append(im.Problems, ReasonDecode)
+		return im
 	}
-	fill(im, string(si.Type), si.IPs, ports)
+	fill(im, typ, ips, ports)
 	return im
 }
 
-// importFromV1alpha1 makes the slim record of a v1alpha1 view, read with the
-// sigs.k8s.io/mcs-api types.
-func importFromV1alpha1(u *unstructured.Unstructured) *Import {
-	im := newImport(u, V1alpha1)
-	var si mcsv1alpha1.ServiceImport
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &si); err != nil {
-		im.Problems = append(im.Problems, ReasonDecode)
-		return im
+// optional returns v as a T; a missing (nil) v is T's zero value.
+func optional[T any](v any) (T, bool) {
+	if v == nil {
+		var zero T
+		return zero, true
 	}
-	ports := make([]rawPort, 0, len(si.Spec.Ports))
-	for _, p := range si.Spec.Ports {
-		ports = append(ports, rawPort{p.Name, p.Protocol, p.Port})
+	t, ok := v.(T)
+	return t, ok
+}
+
+func stringList(v any) ([]string, bool) {
+	list, ok := optional[[]any](v)
+	if !ok {
+		return nil, false
 	}
-	fill(im, string(si.Spec.Type), si.Spec.IPs, ports)
-	return im
+	out := make([]string, len(list))
+	for i, e := range list {
+		if out[i], ok = e.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func portList(v any) ([]rawPort, bool) {
+	list, ok := optional[[]any](v)
+	if !ok {
+		return nil, false
+	}
+	out := make([]rawPort, len(list))
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		name, ok1 := optional[string](m["name"])
+		proto, ok2 := optional[string](m["protocol"])
+		port, ok3 := integer(m["port"])
+		if !ok1 || !ok2 || !ok3 {
+			return nil, false
+		}
+		out[i] = rawPort{name, corev1.Protocol(proto), port}
+	}
+	return out, true
+}
+
+// integer reads a JSON number that is a whole number; missing is 0.
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case nil:
+		return 0, true
+	case int64:
+		return n, true
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
+			return int64(n), true
+		}
+	}
+	return 0, false
 }
 
 func newImport(u *unstructured.Unstructured, version string) *Import {
@@ -74,7 +137,7 @@ func newImport(u *unstructured.Unstructured, version string) *Import {
 type rawPort struct {
 	name  string
 	proto corev1.Protocol
-	port  int32
+	port  int64
 }
 
 // fill validates the fields both versions share. A view without a type is a

@@ -1,12 +1,19 @@
 package cache
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	"github.com/clustersetdns/multicluster/apis/v1alpha2"
 
 	"github.com/miekg/dns"
 )
@@ -127,3 +134,94 @@ func TestSRVWeightAtLeastOne(t *testing.T) {
 		t.Fatalf("weight %d over 120 records, want 1", w)
 	}
 }
+
+// The import reader reads the decoded JSON directly; the API types are the
+// reference. Objects made from the typed structs of both versions, through
+// JSON as the API server sends them, read the same as the structs say.
+func TestImportReaderMatchesAPITypes(t *testing.T) {
+	ports := []corev1.ServicePort{
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, AppProtocol: ptr("http")},
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromString("dns")},
+		{Port: 9000}, // unnamed, no protocol
+	}
+	v1Ports := []mcsv1alpha1.ServicePort{
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, AppProtocol: ptr("http")},
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
+		{Port: 9000},
+	}
+	want := "true [10.0.0.1 fd00::1] [{http tcp 80} {dns udp 53}] []"
+	for _, tc := range []struct {
+		name string
+		obj  any
+		read func(*unstructured.Unstructured) *Import
+		want string
+	}{
+		{"v1alpha2", &v1alpha2.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", ResourceVersion: "7"},
+			Type: v1alpha2.ClusterSetIP, IPs: []string{"10.0.0.1", "fd00::1"}, Ports: ports,
+			SessionAffinity: corev1.ServiceAffinityClientIP, Clusters: []v1alpha2.ClusterStatus{{Cluster: "east.prod"}}},
+			importFromV1alpha2, want},
+		{"v1alpha1", &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", ResourceVersion: "7"},
+			Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP, IPs: []string{"10.0.0.1", "fd00::1"}, Ports: v1Ports,
+				SessionAffinity: corev1.ServiceAffinityClientIP},
+			Status: mcsv1alpha1.ServiceImportStatus{Clusters: []mcsv1alpha1.ClusterStatus{{Cluster: "east"}}}},
+			importFromV1alpha1, want},
+		{"v1alpha2 headless", &v1alpha2.ServiceImport{Type: v1alpha2.Headless, Ports: ports[:1]},
+			importFromV1alpha2, "true [] [{http tcp 80}] []"},
+		{"v1alpha1 headless", &mcsv1alpha1.ServiceImport{Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.Headless}},
+			importFromV1alpha1, "true [] [] []"},
+		{"v1alpha2 empty", &v1alpha2.ServiceImport{}, importFromV1alpha2, "false [] [] []"},
+		{"v1alpha1 empty", &mcsv1alpha1.ServiceImport{}, importFromV1alpha1, "false [] [] []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := json.Marshal(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any // as sent: with apiVersion and kind
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["apiVersion"], m["kind"] = "multicluster.x-k8s.io/v1", "ServiceImport"
+			if data, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+			obj, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, &unstructured.Unstructured{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			im := tc.read(obj.(*unstructured.Unstructured))
+			if got := fmt.Sprint(im.HasData, im.IPs, im.Ports, im.Problems); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestImportReaderWrongShapes(t *testing.T) {
+	for _, fields := range []map[string]any{
+		{"type": int64(1)},
+		{"type": "ClusterSetIP", "ips": []any{"10.0.0.1", int64(2)}},
+		{"type": "ClusterSetIP", "ports": map[string]any{"name": "http"}},
+		{"type": "ClusterSetIP", "ports": []any{"http"}},
+		{"type": "ClusterSetIP", "ports": []any{map[string]any{"name": "http", "port": "80"}}},
+		{"type": "ClusterSetIP", "ports": []any{map[string]any{"name": "http", "port": 80.5}}},
+		{"type": "ClusterSetIP", "ports": []any{map[string]any{"name": true, "port": int64(80)}}},
+	} {
+		if im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), fields)); im.HasData || !slices.Equal(im.Problems, []string{ReasonDecode}) {
+			t.Errorf("%v: data=%v problems=%v, want a decode problem", fields, im.HasData, im.Problems)
+		}
+	}
+	u := v1("ns", "svc", "1", "")
+	u.Object["spec"] = "ClusterSetIP"
+	if im := importFromV1alpha1(u); im.HasData || !slices.Equal(im.Problems, []string{ReasonDecode}) {
+		t.Errorf("spec a string: data=%v problems=%v", im.HasData, im.Problems)
+	}
+	// A whole float is a port: JSON has one number type.
+	im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), map[string]any{"type": "Headless",
+		"ports": []any{map[string]any{"name": "http", "port": float64(80)}}}))
+	if fmt.Sprint(im.Ports) != "[{http tcp 80}]" {
+		t.Errorf("float port: %v", im.Ports)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -111,3 +111,16 @@ func BenchmarkRebuildOne(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkImportFromV1alpha2 is the informer transform of one typical
+// ClusterSetIP import: what the controller adds to client-go's decoding
+// for each object it lists or watches.
+func BenchmarkImportFromV1alpha2(b *testing.B) {
+	u := v2("ns-01", "svc-00001", "1", "ClusterSetIP", "10.0.0.1")
+	b.ReportAllocs()
+	for range b.N {
+		if im := importFromV1alpha2(u); !im.HasData {
+			b.Fatal("no data")
+		}
+	}
+}
