@@ -210,7 +210,7 @@ func (m *Multicluster) start() error {
 	}
 	ctrl := cache.New(dyn, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
-		Log: log, OnSkip: recordSkip, OnStats: recordStats,
+		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats,
 	})
 	m.backend = ctrl
 	ctx, cancel := context.WithCancel(context.Background())

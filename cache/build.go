@@ -27,22 +27,20 @@ type ZoneAnswers struct {
 
 // Service is the immutable answer set of one imported service.
 //
-// A ClusterSetIP service keeps only its addresses and ports: its records
-// differ from zone to zone only in their names, and a reader writes them
-// straight into its reply from these fields, so that a hundred thousand
-// services do not each hold a dozen records and two maps. A headless
-// service, whose answers are gathered from many EndpointSlices, keeps its
-// records ready in Zones.
+// A ClusterSetIP service keeps only its addresses and ports, those of the
+// record of the view it answers from: its records differ from zone to zone
+// only in their names, and a reader writes them straight into its reply, so
+// that a hundred thousand services do not each hold a dozen records and two
+// maps. A headless service, whose answers are gathered from many
+// EndpointSlices, keeps its records ready in Zones.
 type Service struct {
-	Namespace string
-	Name      string
-	Version   string // the ServiceImport version the answers come from
-	Headless  bool
+	// The view the answers come from: Namespace, Name, Version, Headless,
+	// IPs (ClusterSetIPs, at most one per family, in the object's order;
+	// none when headless) and Ports (named, in the object's order). Never
+	// modify it.
+	*Import
 	Endpoints int           // ready endpoint names, headless only
-	IPs       []netip.Addr  // ClusterSetIPs: at most one per family, in the object's order
-	Ports     []Port        // named ports, in the object's order
 	Zones     []ZoneAnswers // headless only: one per configured zone, in the configured order
-	im        *Import       // the view the answers come from
 	endpoints []namedAddrs  // headless only: what Zones were made from
 }
 
@@ -105,8 +103,7 @@ func (n normalized) equal(o normalized) bool {
 
 // build makes the answers of one service in every zone.
 func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
-	s := &Service{Namespace: im.Namespace, Name: im.Name, Version: im.Version, Headless: n.headless,
-		Endpoints: len(n.endpoints), IPs: n.ips, Ports: n.ports, im: im, endpoints: n.endpoints}
+	s := &Service{Import: im, Endpoints: len(n.endpoints), endpoints: n.endpoints}
 	if !n.headless {
 		return s
 	}

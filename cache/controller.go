@@ -44,7 +44,10 @@ type Config struct {
 	Namespaces []string
 	// Labels, when set, is a label selector ServiceImports must match.
 	Labels string
-	Log    Logger
+	// Reverse keeps an index from ClusterSetIP to services, for LookupIP:
+	// set it when the plugin answers reverse zones.
+	Reverse bool
+	Log     Logger
 	// OnSkip is called once for each object, or part of one, that is not used.
 	OnSkip func(kind, reason string)
 	// OnStats is called after the answers change.
@@ -99,7 +102,7 @@ const sliceByService = "service"
 func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controller {
 	c := &Controller{
 		cfg:      cfg,
-		idx:      newIndex(),
+		idx:      newIndex(cfg.Reverse),
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		imports:  map[string]int{},
 		dyn:      dyn,
@@ -503,11 +506,11 @@ func (c *Controller) sync(k string) {
 			}
 		}
 		if n, ok := normalize(im, slices_); ok {
-			if prev != nil && prev.im.Version == im.Version && prev.inputs().equal(n) {
-				if prev.im != im {
+			if prev != nil && prev.Version == im.Version && prev.inputs().equal(n) {
+				if prev.Import != im {
 					next = &Service{}
 					*next = *prev
-					next.im = im
+					next.Import = im
 					c.idx.put(k, next) // same answers, newer view: no serial change
 				}
 				return
@@ -567,8 +570,8 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 		}
 		return best
 	}
-	if prev != nil && (best == nil || newer(prev.im.ResourceVersion, best.ResourceVersion)) {
-		return prev.im // a view has not caught up yet: keep answering
+	if prev != nil && (best == nil || newer(prev.ResourceVersion, best.ResourceVersion)) {
+		return prev.Import // a view has not caught up yet: keep answering
 	}
 	return best
 }

@@ -268,7 +268,7 @@ func TestControllerSameAnswersKeepSerial(t *testing.T) {
 	u.SetLabels(map[string]string{"unrelated": "change"})
 	e.apply(gvr2, u)
 	e.eventually("new view taken", func() error {
-		if rv := e.c.Lookup("web.demo").im.ResourceVersion; rv != "2" {
+		if rv := e.c.Lookup("web.demo").Import.ResourceVersion; rv != "2" {
 			return fmt.Errorf("view at %s", rv)
 		}
 		return nil

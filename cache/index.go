@@ -17,7 +17,7 @@ type index struct {
 
 	nsMu       sync.RWMutex
 	namespaces map[string]int            // services per namespace, for empty non-terminals
-	byIP       map[netip.Addr][]*Service // ClusterSetIP -> services, for reverse lookups
+	byIP       map[netip.Addr][]*Service // ClusterSetIP -> services, for reverse lookups; nil without them
 }
 
 type shard struct {
@@ -25,8 +25,13 @@ type shard struct {
 	m  map[string]*Service
 }
 
-func newIndex() *index {
-	x := &index{namespaces: map[string]int{}, byIP: map[netip.Addr][]*Service{}}
+// newIndex makes an empty index; with reverse it also maps ClusterSetIPs to
+// their services, for PTR answers, which costs about 60 bytes a service.
+func newIndex(reverse bool) *index {
+	x := &index{namespaces: map[string]int{}}
+	if reverse {
+		x.byIP = map[netip.Addr][]*Service{}
+	}
 	for i := range x.shards {
 		x.shards[i].m = map[string]*Service{}
 	}
@@ -62,7 +67,7 @@ func (x *index) put(k string, svc *Service) *Service {
 	}
 	s.mu.Unlock()
 	x.nsMu.Lock()
-	if old != nil {
+	if old != nil && x.byIP != nil {
 		for _, ip := range old.IPs {
 			x.byIP[ip] = slices.DeleteFunc(slices.Clone(x.byIP[ip]), func(o *Service) bool { return o == old })
 			if len(x.byIP[ip]) == 0 {
@@ -70,7 +75,7 @@ func (x *index) put(k string, svc *Service) *Service {
 			}
 		}
 	}
-	if svc != nil {
+	if svc != nil && x.byIP != nil {
 		for _, ip := range svc.IPs {
 			x.byIP[ip] = append(slices.Clone(x.byIP[ip]), svc)
 		}

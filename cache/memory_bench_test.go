@@ -124,3 +124,20 @@ func BenchmarkImportFromV1alpha2(b *testing.B) {
 		}
 	}
 }
+
+// The ClusterSetIP index for PTR answers exists only when asked for.
+func TestIndexByIPOnlyWithReverse(t *testing.T) {
+	ip := netip.MustParseAddr("10.0.0.1")
+	svc := &Service{Import: &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true, IPs: []netip.Addr{ip}}}
+	for _, reverse := range []bool{true, false} {
+		x := newIndex(reverse)
+		x.put("svc.ns", svc)
+		if got := len(x.lookupIP(ip)); got != map[bool]int{true: 1, false: 0}[reverse] {
+			t.Errorf("reverse %v: %d services for %v", reverse, got, ip)
+		}
+		x.put("svc.ns", nil)
+		if x.lookupIP(ip) != nil || x.hasNamespace("ns") {
+			t.Errorf("reverse %v: still indexed after delete", reverse)
+		}
+	}
+}

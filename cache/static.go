@@ -54,7 +54,7 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 			return nil, fmt.Errorf("unexpected object %T", o)
 		}
 	}
-	st := &Static{idx: newIndex(), Synced: true, serial: 1}
+	st := &Static{idx: newIndex(true), Synced: true, serial: 1}
 	for k, im := range imports {
 		if !im.HasData {
 			continue
