@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -161,25 +163,70 @@ func (c *cluster) createNamespaces(ctx context.Context) error {
 	})
 }
 
-// createImports creates ClusterSetIP imports c.loaded..n-1.
+// createImports creates ClusterSetIP imports c.loaded..n-1, retrying a
+// create that failed on a timeout or an overloaded API server, and logs
+// progress every progressEvery imports.
 func (c *cluster) createImports(ctx context.Context, n, workers int) error {
 	from := c.loaded
 	if n <= from {
 		return nil
 	}
+	start := time.Now()
+	var created atomic.Int64
 	err := parallel(ctx, workers, n-from, func(ctx context.Context, k int) error {
 		i := from + k
 		u := c.shape.serviceImport(c.fx.namespace(i), importName(i), "ClusterSetIP", []string{importIP(i)}, 1)
-		_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).Create(ctx, u, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
+		err := retryTransient(ctx, func(ctx context.Context) error {
+			_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).Create(ctx, u, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) { // an earlier attempt may have got through
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("ServiceImport %s/%s: %w", c.fx.namespace(i), importName(i), err)
 		}
-		return err
+		if total := from + int(created.Add(1)); total%progressEvery == 0 && total < n {
+			logf("%s: %d of %d imports (%.0f/s)", c.name, total, n, float64(total-from)/time.Since(start).Seconds())
+		}
+		return nil
 	})
 	if err == nil {
 		c.loaded = n
 	}
 	return err
+}
+
+// progressEvery is how often createImports logs how far it got.
+const progressEvery = 10000
+
+// retryTransient calls f, each time bounded by 30 seconds, up to 5 times
+// while it fails on a timeout, a lost connection or an overloaded API server.
+func retryTransient(ctx context.Context, f func(context.Context) error) error {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Duration(1<<(attempt-1)) * time.Second):
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func transient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
 }
 
 // createHeadless creates the headless import and one EndpointSlice per

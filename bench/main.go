@@ -2,7 +2,7 @@
 // and the whoami floor, each against a real kube-apiserver: the QPS of three
 // query mixes, run side by side in alternating rounds, with every server
 // pinned to one CPU (GOMAXPROCS=1) and dnsperf pinned to another. With -scale
-// it also measures memory and time-to-ready at a larger number of imports,
+// it also measures memory and time to ready at larger numbers of imports,
 // and how fast a change written to the API server shows in DNS answers.
 //
 // Run it through hack/bench.sh, which builds the binaries it needs.
@@ -16,6 +16,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +42,7 @@ type config struct {
 	seed                 uint64
 	qps                  bool
 	scale                bool
-	scaleImports         int
+	scaleImports         []int // increasing
 	settle               time.Duration
 	propRate             int
 	propDuration         time.Duration
@@ -69,9 +71,9 @@ func main() {
 	flag.IntVar(&c.queryLines, "query-lines", 50000, "lines of each random query file")
 	flag.Uint64Var(&c.seed, "seed", 1645, "seed of the random query files")
 	flag.BoolVar(&c.qps, "qps", true, "measure QPS")
-	flag.BoolVar(&c.scale, "scale", false, "also measure RSS and time-to-ready at -scale-imports, and propagation latency")
-	flag.IntVar(&c.scaleImports, "scale-imports", 10000, "ClusterSetIP imports for -scale")
-	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading RSS again (-scale)")
+	flag.BoolVar(&c.scale, "scale", false, "also measure memory (RSS, Go heap) and time to ready at each -scale-imports, and propagation latency at the largest")
+	scaleImports := flag.String("scale-imports", "10000,100000", "comma-separated numbers of ClusterSetIP imports at which -scale measures memory and time to ready; propagation at the largest")
+	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading memory again (-scale)")
 	flag.IntVar(&c.propRate, "prop-rate", 100, "API writes per second for the propagation measurement (-scale)")
 	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
 	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
@@ -80,10 +82,37 @@ func main() {
 	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
 	flag.StringVar(&c.markdown, "markdown", "", "also write the results as Markdown to this file (default <out>/results.md)")
 	flag.Parse()
+	var err error
+	if c.scaleImports, err = parseSizes(*scaleImports, c.imports); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scale-imports:", err)
+		os.Exit(2)
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parseSizes parses a comma-separated list of import counts, each at least
+// the QPS fixture's (the imports are only ever added to), into increasing
+// order without repeats.
+func parseSizes(list string, least int) ([]int, error) {
+	var sizes []int
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if n < least || n <= 0 {
+			return nil, fmt.Errorf("%d is fewer than the %d imports of the fixture (-imports)", n, least)
+		}
+		if n > 1<<20 {
+			return nil, fmt.Errorf("%d: at most %d imports have distinct addresses", n, 1<<20)
+		}
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	return slices.Compact(sizes), nil
 }
 
 var begin = time.Now()
@@ -188,15 +217,17 @@ func run(c config) error {
 	}
 	oursPlugin := harness.MulticlusterBlock(id.Kubeconfig)
 	stockPlugin := fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, adminKubeconfig, zone)
-	starters := map[string]func(suffix string) (*server, error){
-		"floor": func(sfx string) (*server, error) {
-			return startServer("floor"+sfx, "floor: stock whoami", c.stock, c.out, c.serverCPU, "whoami")
+	// A starter's suffix names the server's files; metrics adds the
+	// prometheus plugin (the scale servers, for their Go heap).
+	starters := map[string]starter{
+		"floor": func(sfx string, metrics bool) (*server, error) {
+			return startServer("floor"+sfx, "floor: stock whoami", c.stock, c.out, c.serverCPU, "whoami", metrics)
 		},
-		"stock": func(sfx string) (*server, error) {
-			return startServer("stock"+sfx, "stock v1.15.0 kubernetes", c.stock, c.out, c.serverCPU, stockPlugin)
+		"stock": func(sfx string, metrics bool) (*server, error) {
+			return startServer("stock"+sfx, "stock v1.15.0 kubernetes", c.stock, c.out, c.serverCPU, stockPlugin, metrics)
 		},
-		"ours": func(sfx string) (*server, error) {
-			return startServer("ours"+sfx, "ours multicluster", c.ours, c.out, c.serverCPU, oursPlugin)
+		"ours": func(sfx string, metrics bool) (*server, error) {
+			return startServer("ours"+sfx, "ours multicluster", c.ours, c.out, c.serverCPU, oursPlugin, metrics)
 		},
 	}
 
@@ -251,7 +282,7 @@ func crdWithStorage(repo, version string) (*apiextensionsv1.CustomResourceDefini
 // runQPS starts the floor, stock and ours one after another (each one's
 // start-up alone on its CPU), checks their answers, and runs the mixes in
 // alternating rounds.
-func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map[string]func(string) (*server, error)) error {
+func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map[string]starter) error {
 	mixes, err := writeMixes(c.out, fx, c.imports, c.queryLines, c.seed)
 	if err != nil {
 		return err
@@ -264,7 +295,7 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map
 		}
 	}()
 	for _, name := range []string{"floor", "stock", "ours"} {
-		s, err := starters[name]("")
+		s, err := starters[name]("", false)
 		if err != nil {
 			return err
 		}
@@ -272,7 +303,7 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map
 		logf("%-5s ready in %.2fs on 127.0.0.1:%d (pid %d, VmRSS %d MiB, RssAnon %d MiB)", s.Name, s.ReadyIn.Seconds(), s.Port, s.PID(), s.AtReady.RSS>>10, s.AtReady.Anon>>10)
 		if name != "floor" {
 			rep.footprints = append(rep.footprints, footprint{Server: s.Name, Label: s.Label, Imports: c.imports,
-				ReadyIn: s.ReadyIn, AtReady: s.AtReady})
+				ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: -1})
 		}
 	}
 	rep.servers = servers
@@ -359,49 +390,99 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map
 	return nil
 }
 
-// runScale loads -scale-imports imports, then for stock and ours in turn
-// starts a server, measures its time-to-ready and memory, and the
-// propagation of API writes to its answers.
-func runScale(ctx context.Context, c config, rep *report, fx fixture, starters map[string]func(string) (*server, error), oursCl, stockCl *cluster) error {
-	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	start := time.Now()
-	err := parallel(setupCtx, 2, 2, func(ctx context.Context, k int) error {
-		cl := []*cluster{oursCl, stockCl}[k]
-		if err := cl.createNamespaces(ctx); err != nil {
-			return err
+// starter starts the floor, stock or ours.
+type starter func(suffix string, metrics bool) (*server, error)
+
+// runScale loads each number of -scale-imports in turn, adding to the
+// imports already there, and at each starts stock, then ours, one at a time
+// and alone: time to ready, memory and Go heap. At the largest number it
+// also measures, with each server, the propagation of API writes to its
+// answers.
+func runScale(ctx context.Context, c config, rep *report, fx fixture, starters map[string]starter, oursCl, stockCl *cluster) error {
+	for n, size := range c.scaleImports {
+		largest := n == len(c.scaleImports)-1
+		if added := size - min(oursCl.loaded, stockCl.loaded); added > 0 {
+			if err := scaleLoad(ctx, c, rep, size, added, oursCl, stockCl); err != nil {
+				return err
+			}
 		}
-		return cl.createImports(ctx, c.scaleImports, 32)
-	})
-	if err != nil {
-		return fmt.Errorf("loading %d imports: %w", c.scaleImports, err)
-	}
-	logf("scale: %d ClusterSetIP imports in each control plane (%.1fs)", c.scaleImports, time.Since(start).Seconds())
-	for _, k := range []struct {
-		name string
-		cl   *cluster
-	}{{"stock", stockCl}, {"ours", oursCl}} {
-		sfx := fmt.Sprintf("-%d", c.scaleImports)
-		s, f, err := measureFootprint(func() (*server, error) { return starters[k.name](sfx) }, fx, c.scaleImports, c.settle)
-		if err != nil {
-			return err
+		for _, k := range []struct {
+			name string
+			cl   *cluster
+		}{{"stock", stockCl}, {"ours", oursCl}} {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+			sfx := fmt.Sprintf("-%d", size)
+			s, f, err := measureFootprint(func() (*server, error) { return starters[k.name](sfx, true) }, fx, size, c.settle)
+			if err != nil {
+				return err
+			}
+			rep.footprints = append(rep.footprints, f)
+			logf("scale: %-5s %d imports: ready in %.2fs (others took %s of the CPUs), VmRSS %d MiB at ready, %d MiB after %v (RssAnon %d MiB), peak %d MiB; Go heap in use %.0f MiB, heap sys %.0f MiB, alloc %.0f MiB, live %.0f MiB",
+				k.name, size, f.ReadyIn.Seconds(), pct(f.Others), f.AtReady.RSS>>10, f.Settled.RSS>>10, c.settle, f.Settled.Anon>>10, f.Settled.HWM>>10,
+				mibOf(f.Heap.HeapInuse), mibOf(f.Heap.HeapSys), mibOf(f.Heap.Alloc), mibOf(f.Heap.Live))
+			if !largest {
+				s.Stop()
+				continue
+			}
+			pctx, pcancel := context.WithTimeout(ctx, c.propDuration+2*time.Minute)
+			p, err := measurePropagation(pctx, k.cl, s, c.propRate, c.propDuration)
+			pcancel()
+			s.Stop()
+			if err != nil {
+				return fmt.Errorf("propagation, %s: %w", k.name, err)
+			}
+			rep.props = append(rep.props, p)
+			logf("scale: %-5s propagation of %d writes at %.0f/s: p50 %.1fms p90 %.1fms p99 %.1fms max %.1fms (API ack p50 %.1fms p99 %.1fms; ack to answer p50 %.1fms p99 %.1fms); %d seen; others took %s of the CPUs",
+				k.name, p.Writes, p.Achieved, ms(p.P50), ms(p.P90), ms(p.P99), ms(p.Max), ms(p.AckP50), ms(p.AckP99), ms(p.AfterAckP50), ms(p.AfterAckP99), p.Seen, pct(p.Others))
 		}
-		rep.footprints = append(rep.footprints, f)
-		logf("scale: %-5s %d imports: ready in %.2fs, VmRSS %d MiB at ready, %d MiB after %v (RssAnon %d MiB), peak %d MiB",
-			k.name, c.scaleImports, f.ReadyIn.Seconds(), f.AtReady.RSS>>10, f.Settled.RSS>>10, c.settle, f.Settled.Anon>>10, f.Settled.HWM>>10)
-		pctx, pcancel := context.WithTimeout(ctx, c.propDuration+2*time.Minute)
-		p, err := measurePropagation(pctx, k.cl, s, c.propRate, c.propDuration)
-		pcancel()
-		s.Stop()
-		if err != nil {
-			return fmt.Errorf("propagation, %s: %w", k.name, err)
-		}
-		rep.props = append(rep.props, p)
-		logf("scale: %-5s propagation of %d writes at %.0f/s: p50 %.1fms p90 %.1fms p99 %.1fms max %.1fms (API ack p50 %.1fms); %d seen",
-			k.name, p.Writes, p.Achieved, ms(p.P50), ms(p.P90), ms(p.P99), ms(p.Max), ms(p.AckP50), p.Seen)
 	}
 	return nil
 }
+
+// scaleLoad adds imports to both control planes at once until each has size,
+// and waits (bounded) for the servers' CPU to be quiet again.
+func scaleLoad(ctx context.Context, c config, rep *report, size, added int, oursCl, stockCl *cluster) error {
+	// Creating a ServiceImport takes about 4 ms of CPU here (API server,
+	// etcd and client; both planes share 2 CPUs, about 260 creates per
+	// second each): the bound is generous.
+	within := 10*time.Minute + time.Duration(added)*20*time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	start := time.Now()
+	logf("scale: adding %d ClusterSetIP imports to each control plane (32 clients each; at most %v)", added, within.Round(time.Minute))
+	err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error {
+		cl := []*cluster{oursCl, stockCl}[k]
+		if err := cl.createNamespaces(ctx); err != nil {
+			return fmt.Errorf("%s: namespaces: %w", cl.name, err)
+		}
+		if err := cl.createImports(ctx, size, 32); err != nil {
+			return fmt.Errorf("%s: %w", cl.name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading %d imports: %w", size, err)
+	}
+	l := load{Imports: size, Added: added, Took: time.Since(start)}
+	rep.loads = append(rep.loads, l)
+	logf("scale: %s", l)
+	// The API servers may still be busy with what was written.
+	waitQuiet(ctx, c.serverCPU, c.quiet, 30*time.Second)
+	return nil
+}
+
+// pct renders a share of the CPUs, "-" when unknown (negative).
+func pct(share float64) string {
+	if share < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", share*100)
+}
+
+func mibOf(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

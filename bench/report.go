@@ -22,7 +22,15 @@ type report struct {
 	diffs      []difference
 	results    []perfResult
 	footprints []footprint
+	loads      []load
 	props      []propagation
+}
+
+// load is one step of -scale's loading: imports in each control plane after
+// it, how many it added to each, and how long that took.
+type load struct {
+	Imports, Added int
+	Took           time.Duration
 }
 
 func (r *report) machine() {
@@ -221,11 +229,18 @@ func (r *report) String() string {
 		}
 	}
 	if len(r.footprints) > 0 {
-		b.WriteString("\nstart-up and memory (one server at a time on its CPU):\n")
+		fmt.Fprintf(&b, "\n%s:\n", footprintTitle)
 		b.WriteString(table(r.footprintRows()))
+		if rows := r.footprintRatioRows(); len(rows) > 1 {
+			fmt.Fprintf(&b, "\n%s:\n", ratioTitle)
+			b.WriteString(table(rows))
+		}
+		for _, l := range r.loads {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
 	}
 	if len(r.props) > 0 {
-		b.WriteString("\npropagation: API write (merge patch of one import's ips) to the first DNS answer with the new address:\n")
+		fmt.Fprintf(&b, "\n%s:\n", r.propTitle())
 		b.WriteString(table(r.propRows()))
 	}
 	return b.String()
@@ -265,27 +280,81 @@ func (r *report) warnings() []string {
 	return out
 }
 
+const (
+	footprintTitle = "start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)"
+	ratioTitle     = "ours/stock, memory after settling"
+)
+
+func (l load) String() string {
+	return fmt.Sprintf("loading: %d ClusterSetIP imports in each control plane, %d added to each in %.0fs (%.0f per second per plane)",
+		l.Imports, l.Added, l.Took.Seconds(), float64(l.Added)/l.Took.Seconds())
+}
+
+func mib(kb int) string {
+	if kb == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+}
+
+func mibBytes(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB", mibOf(b))
+}
+
 func (r *report) footprintRows() [][]string {
-	rows := [][]string{{"server", "imports", "time to ready", "VmRSS at ready", "VmRSS settled", "RssAnon settled", "VmHWM"}}
+	rows := [][]string{{"server", "imports", "time to ready", "VmRSS at ready", "VmRSS settled", "RssAnon settled", "VmHWM",
+		"Go heap in use settled", "Go heap sys settled", "Go alloc settled", "Go live heap (after a GC)", "others' CPU until ready"}}
 	for _, f := range r.footprints {
-		mib := func(kb int) string {
-			if kb == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-		}
 		rows = append(rows, []string{f.Label, fmt.Sprint(f.Imports), fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()),
-			mib(f.AtReady.RSS), mib(f.Settled.RSS), mib(f.Settled.Anon), mib(f.Settled.HWM)})
+			mib(f.AtReady.RSS), mib(f.Settled.RSS), mib(f.Settled.Anon), mib(f.Settled.HWM),
+			mibBytes(f.Heap.HeapInuse), mibBytes(f.Heap.HeapSys), mibBytes(f.Heap.Alloc), mibBytes(f.Heap.Live), pct(f.Others)})
 	}
 	return rows
 }
 
+// footprintRatioRows are ours/stock per number of imports, of the figures
+// that do not depend on the page cache.
+func (r *report) footprintRatioRows() [][]string {
+	rows := [][]string{{"imports", "RssAnon ours/stock", "Go heap in use ours/stock", "Go live heap ours/stock", "time to ready ours/stock"}}
+	div := func(a, b float64) string {
+		if a == 0 || b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	for _, s := range r.footprints {
+		if s.Server != "stock" && !strings.HasPrefix(s.Server, "stock-") {
+			continue
+		}
+		for _, o := range r.footprints {
+			if o.Imports != s.Imports || o.Server != "ours"+strings.TrimPrefix(s.Server, "stock") {
+				continue
+			}
+			rows = append(rows, []string{fmt.Sprint(s.Imports),
+				div(float64(o.Settled.Anon), float64(s.Settled.Anon)),
+				div(float64(o.Heap.HeapInuse), float64(s.Heap.HeapInuse)),
+				div(float64(o.Heap.Live), float64(s.Heap.Live)),
+				div(o.ReadyIn.Seconds(), s.ReadyIn.Seconds())})
+		}
+	}
+	return rows
+}
+
+func (r *report) propTitle() string {
+	return fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips) to the first DNS answer with the new address",
+		r.props[0].Imports)
+}
+
 func (r *report) propRows() [][]string {
-	rows := [][]string{{"server", "imports", "writes", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50"}}
+	rows := [][]string{{"server", "imports", "writes", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99", "others' CPU"}}
 	for _, p := range r.props {
 		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprint(p.Writes), fmt.Sprintf("%.0f/s", p.Achieved),
 			fmt.Sprint(p.Seen), fmt.Sprintf("%.1f ms", ms(p.P50)), fmt.Sprintf("%.1f ms", ms(p.P90)),
-			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50))})
+			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50)),
+			fmt.Sprintf("%.1f ms", ms(p.AckP99)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP50)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP99)), pct(p.Others)})
 	}
 	return rows
 }
@@ -353,11 +422,19 @@ func (r *report) Markdown() string {
 		b.WriteString(mdTable(rows))
 	}
 	if len(r.footprints) > 0 {
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(footprintTitle[:1])+footprintTitle[1:])
 		b.WriteString(mdTable(r.footprintRows()))
+		if rows := r.footprintRatioRows(); len(rows) > 1 {
+			fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(ratioTitle[:1])+ratioTitle[1:])
+			b.WriteString(mdTable(rows))
+		}
+		for _, l := range r.loads {
+			fmt.Fprintf(&b, "\n%s.\n", strings.ToUpper(l.String()[:1])+l.String()[1:])
+		}
 	}
 	if len(r.props) > 0 {
-		b.WriteString("\n")
+		t := r.propTitle()
+		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(t[:1])+t[1:])
 		b.WriteString(mdTable(r.propRows()))
 	}
 	if len(r.diffs) > 0 {

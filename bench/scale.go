@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,6 +19,12 @@ type footprint struct {
 	ReadyIn time.Duration
 	// Memory right after ready, and after settling.
 	AtReady, Settled mem
+	// Heap is the Go runtime's heap after settling, from the prometheus
+	// plugin (scale servers only).
+	Heap goMem
+	// Others is the share of all CPUs' time that other processes took
+	// from exec to ready (-1: unknown, or not measured).
+	Others float64
 }
 
 // propagation is how long a change written to the API server takes to show
@@ -33,16 +40,24 @@ type propagation struct {
 	// holds the new address; Ack, from sending to the API server's response.
 	P50, P90, P99, Max time.Duration
 	AckP50, AckP99     time.Duration
+	// AfterAck is, per write seen, the time from the API server's response
+	// to the first DNS answer with the new address (negative: DNS answered
+	// first): the DNS server's part, without the API server's latency.
+	AfterAckP50, AfterAckP99 time.Duration
+	// Others is the share of all CPUs' time that other processes took
+	// while writing and watching.
+	Others float64
 }
 
 // measureFootprint starts a server, checks the last import answers, lets it
-// settle and reads its memory; the server is left running.
+// settle and reads its memory and its Go heap; the server is left running.
 func measureFootprint(start func() (*server, error), fx fixture, imports int, settle time.Duration) (*server, footprint, error) {
+	others := newOthersMeter()
 	s, err := start()
 	if err != nil {
 		return nil, footprint{}, err
 	}
-	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady}
+	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: others.share(s.PID())}
 	last := fx.name(imports - 1)
 	r, err := exchange(s.addr(), last, dns.TypeA)
 	if err != nil {
@@ -54,8 +69,15 @@ func measureFootprint(start func() (*server, error), fx fixture, imports int, se
 		return nil, f, fmt.Errorf("%s: %s A after ready: want %s, got\n%s", s.Name, last, importIP(imports-1), r)
 	}
 	time.Sleep(settle)
-	f.Settled, err = s.Memory()
-	return s, f, err
+	var errs [3]error
+	f.Settled, errs[0] = s.Memory()
+	f.Heap, errs[1] = s.GoMemory()
+	f.Heap.Live, errs[2] = s.LiveHeap() // last: it collects garbage
+	if err := errors.Join(errs[:]...); err != nil {
+		s.Stop()
+		return nil, f, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	return s, f, nil
 }
 
 func hasA(r *dns.Msg, ip string) bool {
@@ -78,6 +100,7 @@ func hasA(r *dns.Msg, ip string) bool {
 // query in flight to the server's load; a name is given up after 15 seconds.
 func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d time.Duration) (propagation, error) {
 	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate)}
+	others := newOthersMeter(s.PID())
 	writes := int(float64(rate) * d.Seconds())
 	if writes > c.loaded {
 		writes = c.loaded // one write per import, so answers cannot be confused
@@ -87,12 +110,12 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 	}
 	var (
 		mu       sync.Mutex // guards ack, errs, firstErr
-		ack      []time.Duration
+		ack      = map[int]time.Duration{}
 		errs     int
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	w := &watcher{server: s, waiting: map[int]pendingWrite{}}
+	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}}
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- w.run(ctx) }()
 
@@ -131,7 +154,7 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 				}
 				return
 			}
-			ack = append(ack, acked)
+			ack[k] = acked
 		})
 	}
 	sendTime := time.Since(start)
@@ -140,16 +163,28 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 	if err := <-watchDone; err != nil {
 		return p, err
 	}
-	seen := w.seen
+	p.Others = others.share()
+	var seen, acks, afterAck []time.Duration
+	for k, d := range w.seen {
+		seen = append(seen, d)
+		if a, ok := ack[k]; ok {
+			afterAck = append(afterAck, d-a)
+		}
+	}
+	for _, a := range ack {
+		acks = append(acks, a)
+	}
 	p.Writes, p.Seen, p.WriteErrors = writes, len(seen), errs
 	p.Achieved = float64(writes) / sendTime.Seconds()
 	slices.Sort(seen)
-	slices.Sort(ack)
+	slices.Sort(acks)
+	slices.Sort(afterAck)
 	p.P50, p.P90, p.P99 = percentile(seen, 0.50), percentile(seen, 0.90), percentile(seen, 0.99)
 	if len(seen) > 0 {
 		p.Max = seen[len(seen)-1]
 	}
-	p.AckP50, p.AckP99 = percentile(ack, 0.50), percentile(ack, 0.99)
+	p.AckP50, p.AckP99 = percentile(acks, 0.50), percentile(acks, 0.99)
+	p.AfterAckP50, p.AfterAckP99 = percentile(afterAck, 0.50), percentile(afterAck, 0.99)
 	if errs > writes/100 {
 		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, writes, firstErr)
 	}
@@ -170,8 +205,8 @@ type watcher struct {
 
 	mu      sync.Mutex
 	waiting map[int]pendingWrite
-	closed  bool // no more writes will be added
-	seen    []time.Duration
+	closed  bool                  // no more writes will be added
+	seen    map[int]time.Duration // by write
 }
 
 func (w *watcher) add(k int, p pendingWrite) {
@@ -227,7 +262,7 @@ func (w *watcher) run(ctx context.Context) error {
 			w.mu.Lock()
 			switch {
 			case err == nil && hasA(r, p.ip):
-				w.seen = append(w.seen, now.Sub(p.sent))
+				w.seen[k] = now.Sub(p.sent)
 				delete(w.waiting, k)
 			case now.Sub(p.sent) > 15*time.Second:
 				delete(w.waiting, k)

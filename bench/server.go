@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,11 @@ type server struct {
 	LogPath  string
 	// PprofURL is the pprof plugin's CPU profile endpoint, with -pprof.
 	PprofURL string
+	// MetricsURL is the prometheus plugin's endpoint, if it has one.
+	MetricsURL string
+	// heapURL is the pprof plugin's heap profile, asking for a garbage
+	// collection first; set with MetricsURL.
+	heapURL string
 	// ReadyIn is the time from exec to the ready plugin's first 200.
 	ReadyIn time.Duration
 	// AtReady is its memory right after ready.
@@ -39,14 +45,21 @@ type server struct {
 	err  error
 }
 
+// readyWithin bounds how long a server may take from exec to ready. With
+// -scale at 100,000 imports each server lists them all from the API server
+// before it says ready, on one CPU.
+const readyWithin = 300 * time.Second
+
 // startServer writes a Corefile serving clusterset.local on a free port of
-// 127.0.0.1 with `errors`, `ready` and the given plugin block, starts bin as
-// `taskset -c cpu bin -conf Corefile` with GOMAXPROCS=1, and waits (bounded)
-// until the ready plugin says ready.
-func startServer(name, label, bin, dir, cpu, plugin string) (*server, error) {
+// 127.0.0.1 with `errors`, `ready`, with metrics `prometheus` on another free
+// port, and the given plugin block, starts bin as `taskset -c cpu bin -conf
+// Corefile` with GOMAXPROCS=1, and waits (bounded by readyWithin) until the
+// ready plugin says ready. The QPS servers run without prometheus, which
+// counts every query.
+func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*server, error) {
 	var lastErr error
 	for range 3 { // a free port can be taken between choosing and binding it
-		s, err := startServerOnce(name, label, bin, dir, cpu, plugin)
+		s, err := startServerOnce(name, label, bin, dir, cpu, plugin, metrics)
 		if err == nil {
 			return s, nil
 		}
@@ -61,7 +74,7 @@ func startServer(name, label, bin, dir, cpu, plugin string) (*server, error) {
 // withPprof adds the pprof plugin to every server, for -pprof.
 var withPprof bool
 
-func startServerOnce(name, label, bin, dir, cpu, plugin string) (*server, error) {
+func startServerOnce(name, label, bin, dir, cpu, plugin string, metrics bool) (*server, error) {
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
@@ -72,20 +85,32 @@ func startServerOnce(name, label, bin, dir, cpu, plugin string) (*server, error)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:%d {\n\tbind 127.0.0.1\n\terrors\n\tready 127.0.0.1:%d\n", zone, port, readyPort)
-	pprofURL := ""
-	if withPprof {
+	pprofURL, heapURL := "", ""
+	if withPprof || metrics {
 		pp, err := harness.FreeTCPPort()
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "\tpprof 127.0.0.1:%d\n", pp)
-		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile", pp)
+		if withPprof {
+			pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile", pp)
+		}
+		heapURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", pp)
+	}
+	metricsURL := ""
+	if metrics {
+		mp, err := harness.FreeTCPPort()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "\tprometheus 127.0.0.1:%d\n", mp)
+		metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", mp)
 	}
 	for line := range strings.Lines(strings.TrimSpace(plugin)) {
 		fmt.Fprintf(&b, "\t%s", line)
 	}
 	b.WriteString("\n}\n")
-	s := &server{Name: name, Label: label, Bin: bin, Port: port, Corefile: b.String(), PprofURL: pprofURL, done: make(chan struct{})}
+	s := &server{Name: name, Label: label, Bin: bin, Port: port, Corefile: b.String(), PprofURL: pprofURL, MetricsURL: metricsURL, heapURL: heapURL, done: make(chan struct{})}
 	conf := filepath.Join(dir, name+".Corefile")
 	if err := os.WriteFile(conf, []byte(s.Corefile), 0o644); err != nil {
 		return nil, err
@@ -110,7 +135,7 @@ func startServerOnce(name, label, bin, dir, cpu, plugin string) (*server, error)
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	if err := s.waitReady(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), start, 180*time.Second); err != nil {
+	if err := s.waitReady(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), start, readyWithin); err != nil {
 		s.Stop()
 		out, _ := os.ReadFile(s.LogPath)
 		return nil, fmt.Errorf("%s: %v\n--- Corefile\n%s--- output\n%s", name, err, s.Corefile, harness.Abridge(string(out), 20, 40))
@@ -198,6 +223,81 @@ func (s *server) Memory() (mem, error) {
 	return m, sc.Err()
 }
 
+// goMem is the Go runtime's memory as the prometheus plugin exports it
+// (runtime.MemStats), in bytes: HeapInuse (spans of the heap in use: live
+// objects and garbage not yet swept), HeapSys (heap memory obtained from the
+// OS, some of it maybe returned) and Alloc (bytes of allocated heap objects).
+// Unlike VmRSS they do not depend on the page cache.
+type goMem struct{ HeapInuse, HeapSys, Alloc, Live int64 }
+
+// LiveHeap has the server collect its garbage (through the pprof plugin's
+// heap profile with gc=1) and returns its allocated heap afterwards: the
+// bytes its live objects take, whatever garbage the last start-up left.
+func (s *server) LiveHeap() (int64, error) {
+	if s.heapURL == "" {
+		return 0, fmt.Errorf("%s has no pprof endpoint", s.Name)
+	}
+	cl := &http.Client{Timeout: 60 * time.Second}
+	resp, err := cl.Get(s.heapURL)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", s.heapURL, resp.Status)
+	}
+	m, err := s.GoMemory()
+	return m.Alloc, err
+}
+
+// GoMemory scrapes the server's prometheus endpoint for its Go heap.
+func (s *server) GoMemory() (goMem, error) {
+	var m goMem
+	if s.MetricsURL == "" {
+		return m, fmt.Errorf("%s has no prometheus endpoint", s.Name)
+	}
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(s.MetricsURL)
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("%s: %s", s.MetricsURL, resp.Status)
+	}
+	want := map[string]*int64{
+		"go_memstats_heap_inuse_bytes": &m.HeapInuse,
+		"go_memstats_heap_sys_bytes":   &m.HeapSys,
+		"go_memstats_alloc_bytes":      &m.Alloc,
+	}
+	found := 0
+	// The text exposition format: "name value" for a metric without
+	// labels; comments start with #.
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		p, known := want[name]
+		if !ok || !known {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return m, fmt.Errorf("%s: %s: %w", s.MetricsURL, name, err)
+		}
+		*p = int64(v)
+		found++
+	}
+	if err := sc.Err(); err != nil {
+		return m, err
+	}
+	if found != len(want) {
+		return m, fmt.Errorf("%s: found %d of the metrics go_memstats_heap_inuse_bytes, go_memstats_heap_sys_bytes, go_memstats_alloc_bytes", s.MetricsURL, found)
+	}
+	return m, nil
+}
+
 // CPUTicks is the process's user plus system time, in clock ticks.
 func (s *server) CPUTicks() (int64, error) { return procCPUTicks(s.PID()) }
 
@@ -240,7 +340,8 @@ func (s *server) Stop() {
 	}
 }
 
-// cpuStat is one CPU's line of /proc/stat, in clock ticks.
+// cpuStat is one CPU's line of /proc/stat (every CPU's for cpu ""), in
+// clock ticks.
 type cpuStat struct{ busy, total int64 }
 
 func readCPUStat(cpu string) (cpuStat, error) {
@@ -272,11 +373,27 @@ func readCPUStat(cpu string) (cpuStat, error) {
 // pinChildren sets the CPU affinity of every thread of this process's child
 // processes named in names (etcd, kube-apiserver) and of this process itself.
 func pinChildren(cpus string, names ...string) error {
-	self := os.Getpid()
-	pids := []int{self}
-	entries, err := os.ReadDir("/proc")
+	pids, err := childrenNamed(names...)
 	if err != nil {
 		return err
+	}
+	pids = append(pids, os.Getpid())
+	var errs []error
+	for _, pid := range pids {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// childrenNamed lists this process's child processes named in names.
+func childrenNamed(names ...string) ([]int, error) {
+	self := os.Getpid()
+	var pids []int
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -297,17 +414,50 @@ func pinChildren(cpus string, names ...string) error {
 		if len(f) < 2 || f[1] != strconv.Itoa(self) {
 			continue
 		}
-		for _, n := range names {
-			if comm == n {
-				pids = append(pids, pid)
-			}
+		if slices.Contains(names, comm) {
+			pids = append(pids, pid)
 		}
 	}
-	var errs []error
+	return pids, nil
+}
+
+// othersMeter measures how busy the whole machine was, over a span, with
+// anything but this program, its control planes (etcd, kube-apiserver) and
+// the server measured: on a shared machine, a figure taken while others
+// were busy says so.
+type othersMeter struct {
+	cpu  cpuStat // every CPU's, the "cpu" line of /proc/stat
+	own  int64   // CPU ticks of pids
+	pids []int
+}
+
+// newOthersMeter starts a span; pids are processes of ours already running
+// (a server), besides this program and the control planes.
+func newOthersMeter(pids ...int) *othersMeter {
+	planes, _ := childrenNamed("etcd", "kube-apiserver")
+	m := &othersMeter{pids: append(append([]int{os.Getpid()}, planes...), pids...)}
+	m.cpu, _ = readCPUStat("")
+	m.own = ticksOf(m.pids)
+	return m
+}
+
+// share ends the span: the others' share of all CPUs' time (1 = every CPU
+// busy with others), or -1 if unknown. started are processes of ours that
+// started within the span (counted whole).
+func (m *othersMeter) share(started ...int) float64 {
+	c, err := readCPUStat("")
+	if err != nil || m.cpu.total == 0 || c.total == m.cpu.total {
+		return -1
+	}
+	own := ticksOf(m.pids) - m.own + ticksOf(started)
+	return max(0, float64(c.busy-m.cpu.busy-own)/float64(c.total-m.cpu.total))
+}
+
+func ticksOf(pids []int) int64 {
+	var sum int64
 	for _, pid := range pids {
-		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, err, out))
-		}
+		t, _ := procCPUTicks(pid)
+		sum += t
 	}
-	return errors.Join(errs...)
+	return sum
 }

@@ -10,10 +10,15 @@
 # Every server runs with GOMAXPROCS=1 on CPU 1, dnsperf on CPU 0.
 #
 # Usage: hack/bench.sh [-rounds 5] [-duration 10s] [-scale] [-pprof] [other
-# flags of the driver in bench/: .cache/bench/bench -h lists them]. -scale adds
-# RSS and time-to-ready at 10,000 imports and write-to-answer propagation
-# latency. About 7.5 minutes (9 with -scale) once the binaries are built;
-# docs/benchmarks.md explains the method and shows a run.
+# flags of the driver in bench/: .cache/bench/bench -h lists them]. -scale adds,
+# at 10,000 and then 100,000 imports (-scale-imports 10000,100000), stock's and
+# ours' time to ready and memory: VmRSS, RssAnon, VmHWM, and the Go heap from
+# the prometheus plugin. Compare RssAnon and the Go heap (a table gives
+# ours/stock): VmRSS also counts the binary's pages in the page cache, which
+# vary from run to run. At the largest number it measures write-to-answer
+# propagation latency at 100 writes/s. About 7.5 minutes (17 to 21 with -scale,
+# 7 to 10 of them loading 100,000 imports into each of two control planes) once
+# the binaries are built; docs/benchmarks.md explains the method and shows a run.
 #
 # It installs dnsperf and dig with apt-get when missing, builds kube-apiserver,
 # etcd and kubectl once (hack/realenv/build.sh), stock CoreDNS once (about 5
