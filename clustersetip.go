@@ -24,7 +24,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 		case dns.TypeA, dns.TypeAAAA:
 			for _, ip := range svc.IPs {
 				if ip.Is4() == (qtype == dns.TypeA) {
-					rep.msg.Answer = append(rep.section(1), rep.address(owner, ip, m.TTL))
+					rep.msg.Answer = append(rep.section(1), m.address(rep, owner, ip))
 					return success
 				}
 			}
@@ -35,7 +35,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 			ans := rep.section(len(svc.Ports))
 			w := cache.SRVWeight(len(svc.Ports))
 			for i, p := range svc.Ports {
-				ans = append(ans, rep.srv(owner, p.Port, w, svcName, m.TTL, len(svc.Ports)-i))
+				ans = append(ans, m.srv(rep, owner, p.Port, w, svcName, len(svc.Ports)-i))
 			}
 			rep.msg.Answer, rep.msg.Extra = ans, m.glue(rep, svc, svcName)
 			return success
@@ -47,7 +47,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 			if qtype != dns.TypeSRV {
 				return noData
 			}
-			rep.msg.Answer = append(rep.section(1), rep.srv(owner, p.Port, cache.SRVWeight(1), svcName, m.TTL, 1))
+			rep.msg.Answer = append(rep.section(1), m.srv(rep, owner, p.Port, cache.SRVWeight(1), svcName, 1))
 			rep.msg.Extra = m.glue(rep, svc, svcName)
 			return success
 		}
@@ -67,7 +67,7 @@ func (m *Multicluster) glue(rep *reply, svc *cache.Service, svcName string) []dn
 	for _, v4 := range []bool{true, false} {
 		for _, ip := range svc.IPs {
 			if ip.Is4() == v4 {
-				extra = append(extra, rep.address(svcName, ip, m.TTL))
+				extra = append(extra, m.address(rep, svcName, ip))
 			}
 		}
 	}
@@ -82,23 +82,20 @@ func isPortName(sub string, p cache.Port) bool {
 }
 
 // address makes an A or AAAA record in the reply.
-func (rep *reply) address(name string, ip netip.Addr, ttl uint32) dns.RR {
+func (m *Multicluster) address(rep *reply, name string, ip netip.Addr) dns.RR {
 	if ip.Is4() {
 		b := ip.As4()
 		copy(rep.ip4[:], b[:])
-		return push(&rep.a, dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl},
-			A: net.IP(rep.ip4[:])}, 1)
+		return push(&rep.a, dns.A{Hdr: m.hdr(name, dns.TypeA), A: net.IP(rep.ip4[:])}, 1)
 	}
 	rep.ip6 = ip.As16()
-	return push(&rep.aaaa, dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl},
-		AAAA: net.IP(rep.ip6[:])}, 1)
+	return push(&rep.aaaa, dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: net.IP(rep.ip6[:])}, 1)
 }
 
 // srv makes an SRV record in the reply; left is how many more the answer
 // will hold, this one included.
-func (rep *reply) srv(owner string, port, weight uint16, target string, ttl uint32, left int) dns.RR {
-	return push(&rep.srvs, dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
-		Weight: weight, Port: port, Target: target}, left)
+func (m *Multicluster) srv(rep *reply, owner string, port, weight uint16, target string, left int) dns.RR {
+	return push(&rep.srvs, dns.SRV{Hdr: m.hdr(owner, dns.TypeSRV), Weight: weight, Port: port, Target: target}, left)
 }
 
 // clusterSetIPRecords is every record of a ClusterSetIP service in one zone,
@@ -115,7 +112,7 @@ func (m *Multicluster) clusterSetIPRecords(svc *cache.Service, zone string) []dn
 	}
 	subs := make([]string, len(svc.Ports))
 	for i, p := range svc.Ports {
-		subs[i] = "_" + p.Name + "._" + p.Proto
+		subs[i] = p.Sub()
 	}
 	slices.Sort(subs)
 	for _, sub := range subs {

@@ -70,7 +70,7 @@ func (m *Multicluster) answer(ctx context.Context, w dns.ResponseWriter, r *dns.
 	switch res {
 	case nameError:
 		msg.Rcode = dns.RcodeNameError
-		msg.Ns = rep.records([]dns.RR{m.soaInto(&rep.soa, zi)}, "")
+		fallthrough
 	case noData:
 		msg.Ns = rep.records([]dns.RR{m.soaInto(&rep.soa, zi)}, "")
 	case serverFailure:

@@ -130,7 +130,7 @@ func buildZone(im *Import, n normalized, zone string, ttl uint32) ZoneAnswers {
 		z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
 	}
 	for _, p := range n.ports {
-		sub := "_" + p.Name + "._" + p.Proto
+		sub := p.Sub()
 		ans := &Answers{Extra: glue}
 		for _, t := range targets {
 			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))

@@ -65,7 +65,7 @@ func FuzzObjectToRecords(f *testing.F) {
 				have4, have6 = have4 || ip.Is4(), have6 || ip.Is6()
 			}
 			for _, p := range svc.Ports {
-				if _, ok := dns.IsDomainName("_" + p.Name + "._" + p.Proto + ".svc.ns.svc.clusterset.local."); !ok ||
+				if _, ok := dns.IsDomainName(p.Sub() + ".svc.ns.svc.clusterset.local."); !ok ||
 					len(p.Name) > 63 || p.Port == 0 || strings.ToLower(p.Name) != p.Name {
 					t.Fatalf("port %+v cannot name an SRV record", p)
 				}

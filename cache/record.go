@@ -42,6 +42,10 @@ type Port struct {
 	Port  uint16
 }
 
+// Sub is the port's name relative to its service, "_<name>._<proto>", the
+// owner of its SRV records.
+func (p Port) Sub() string { return "_" + p.Name + "._" + p.Proto }
+
 // Slice is the slim record of one multi-cluster EndpointSlice.
 type Slice struct {
 	Meta
