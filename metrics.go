@@ -37,6 +37,13 @@ var (
 		Help:      "Ready headless endpoint names answered.",
 	})
 
+	unreadVersions = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: subsystem,
+		Name:      "unread_versions",
+		Help:      "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
+	}, []string{"version"})
+
 	skipped = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: subsystem,
@@ -77,3 +84,11 @@ func recordStats(s cache.Stats) {
 }
 
 func recordSkip(kind, reason string) { skipped.WithLabelValues(kind, reason).Inc() }
+
+func recordUnread(version string, unread bool) {
+	v := 0.0
+	if unread {
+		v = 1
+	}
+	unreadVersions.WithLabelValues(version).Set(v)
+}

@@ -131,7 +131,7 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			return c.ArgErr()
 		}
 		if args[0] != cache.V1alpha1 {
-			return c.Errf("fallback takes %q, the only version there is to fall back to, not %q", cache.V1alpha1, args[0])
+			return c.Errf("fallback takes %q, the only version there is to fall back to (v1beta1 and v1alpha2 are always read), not %q", cache.V1alpha1, args[0])
 		}
 		m.fallback = true
 	case "namespaces":
@@ -210,7 +210,7 @@ func (m *Multicluster) start() error {
 	}
 	ctrl := cache.New(dyn, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
-		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats,
+		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})
 	m.backend = ctrl
 	ctx, cancel := context.WithCancel(context.Background())

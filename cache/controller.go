@@ -37,9 +37,11 @@ type Stats struct {
 
 // Config says what to watch and how to build answers.
 type Config struct {
-	Zones    []string // lower-case, fully qualified
-	TTL      uint32
-	Fallback bool // also watch v1alpha1 ServiceImports
+	Zones []string // lower-case, fully qualified
+	TTL   uint32
+	// Fallback reads the spec shape through v1alpha1 where the API server
+	// does not serve v1beta1.
+	Fallback bool
 	// Namespaces, when not empty, are the only namespaces answered.
 	Namespaces []string
 	// Labels, when set, is a label selector ServiceImports must match.
@@ -52,6 +54,11 @@ type Config struct {
 	OnSkip func(kind, reason string)
 	// OnStats is called after the answers change.
 	OnStats func(Stats)
+	// OnUnread is called with every version of Versions once discovery
+	// first answers, and again whenever one changes: unread is true while
+	// the API server serves that version and the configuration reads no
+	// version of its shape.
+	OnUnread func(version string, unread bool)
 }
 
 // Controller keeps the answers of every imported service up to date.
@@ -63,16 +70,18 @@ type Controller struct {
 	synced atomic.Bool
 	serial atomic.Uint32
 
-	// The ServiceImport versions to watch, v1alpha2 first, and their views.
-	// A view answers once its informer has synced; versions the API server
-	// does not serve have no view. served asks discovery.
-	dyn      dynamic.Interface
-	wanted   []string
-	served   func(ctx context.Context, version string) (bool, error)
-	viewsMu  sync.RWMutex
-	views    []*view           // synced, in wanted order
-	starting map[string]*view  // started, not synced yet
+	// One watch per shape: each shape's view reads it through the first of
+	// its versions that the API server serves. A view answers once its
+	// informer has synced; served asks discovery.
+	dyn     dynamic.Interface
+	shapes  []*shape
+	served  func(ctx context.Context, version string) (bool, error)
+	viewsMu sync.RWMutex
+	views   []*view // the synced views of the shapes, in shape order
+
 	discoErr bool              // the last discovery failed (logged once)
+	unread   map[string]bool   // versions served but read by no view; nil before the first discovery
+	noCRD    bool              // no version is served (logged once)
 	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
 	denied   atomic.Bool       // list or watch was refused for lack of permission (logged once)
 	every    time.Duration     // discovery interval
@@ -83,6 +92,16 @@ type Controller struct {
 	endpoints int
 }
 
+// shape is one layout of a ServiceImport's fields. The versions that share
+// it read alike, so one view, through the first of them served, is enough.
+type shape struct {
+	name     string
+	versions []string // the versions that read it, preferred first
+	read     func(u *unstructured.Unstructured, version string) *Import
+	active   *view // synced and answering
+	starting *view // started, not synced yet: replaces active once synced
+}
+
 // view is one API version's informer on ServiceImports.
 type view struct {
 	version  string
@@ -90,6 +109,13 @@ type view struct {
 	stop     context.CancelFunc
 	done     chan struct{}
 }
+
+// shapeOf is the shape each version's objects have, whether read or not.
+var shapeOf = map[string]string{V1alpha2: "root", V1beta1: "spec", V1alpha1: "spec"}
+
+// readOption is the Corefile option that reads a version the default
+// configuration does not.
+var readOption = map[string]string{V1alpha1: "fallback v1alpha1"}
 
 // discoveryInterval is how often the controller asks which versions are served.
 const discoveryInterval = 2 * time.Second
@@ -100,21 +126,24 @@ const sliceByService = "service"
 
 // New makes a controller over the given clients; Run starts it.
 func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controller {
+	if cfg.Log == nil {
+		cfg.Log = nopLogger{}
+	}
 	c := &Controller{
-		cfg:      cfg,
-		idx:      newIndex(cfg.Reverse),
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		imports:  map[string]int{},
-		dyn:      dyn,
-		wanted:   []string{V1alpha2},
-		starting: map[string]*view{},
-		every:    discoveryInterval,
-		lost:     map[string]string{},
+		cfg:     cfg,
+		idx:     newIndex(cfg.Reverse),
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		imports: map[string]int{},
+		dyn:     dyn,
+		every:   discoveryInterval,
+		lost:    map[string]string{},
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
+	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec}
 	if cfg.Fallback {
-		c.wanted = append(c.wanted, V1alpha1)
+		spec.versions = append(spec.versions, V1alpha1)
 	}
+	c.shapes = []*shape{{name: "root", versions: []string{V1alpha2}, read: importFromRoot}, spec}
 	disco := kube.Discovery()
 	c.served = func(ctx context.Context, version string) (bool, error) {
 		list, err := disco.ServerResourcesForGroupVersion(serviceImportGroup + "/" + version)
@@ -166,7 +195,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	return c
 }
 
-func (c *Controller) newView(version string) *view {
+func (c *Controller) newView(sh *shape, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, &toolscache.ListWatch{
@@ -179,16 +208,12 @@ func (c *Controller) newView(version string) *view {
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
-	convert := importFromV1alpha2
-	if version == V1alpha1 {
-		convert = importFromV1alpha1
-	}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		im := convert(u)
+		im := sh.read(u, version)
 		c.report("ServiceImport "+version, im.Namespace, im.Name, im.Problems)
 		return im, nil
 	})
@@ -229,7 +254,7 @@ func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.
 		var status apierrors.APIStatus
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-			if c.denied.CompareAndSwap(false, true) && c.cfg.Log != nil {
+			if c.denied.CompareAndSwap(false, true) {
 				c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
 					"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
 			}
@@ -237,7 +262,7 @@ func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.
 		case errors.As(err, &status):
 			return false
 		default:
-			if c.apiDown.CompareAndSwap(false, true) && c.cfg.Log != nil {
+			if c.apiDown.CompareAndSwap(false, true) {
 				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
 			}
 		}
@@ -271,9 +296,7 @@ func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.
 
 func (c *Controller) report(kind, namespace, name string, problems []string) {
 	for _, p := range problems {
-		if c.cfg.Log != nil {
-			c.cfg.Log.Warningf("%s: %s: not used in part or whole", describe(kind, namespace, name), p)
-		}
+		c.cfg.Log.Warningf("%s: %s: not used in part or whole", describe(kind, namespace, name), p)
 		if c.cfg.OnSkip != nil {
 			c.cfg.OnSkip(kind, p)
 		}
@@ -314,11 +337,16 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		<-slicesDone
 		c.viewsMu.Lock()
-		for _, v := range append(c.views, mapValues(c.starting)...) {
-			v.stop()
-			<-v.done
+		for _, sh := range c.shapes {
+			for _, v := range []*view{sh.active, sh.starting} {
+				if v != nil {
+					v.stop()
+					<-v.done
+				}
+			}
+			sh.active, sh.starting = nil, nil
 		}
-		c.views, c.starting = nil, map[string]*view{}
+		c.views = nil
 		c.viewsMu.Unlock()
 	}()
 	for {
@@ -330,9 +358,7 @@ func (c *Controller) Run(ctx context.Context) {
 			}
 			c.synced.Store(true)
 			c.publishStats()
-			if c.cfg.Log != nil {
-				c.cfg.Log.Infof("synced: %d services from ServiceImport %v", c.idx.count(), c.activeVersions())
-			}
+			c.logf("synced: %d services from ServiceImport %v", c.idx.count(), c.activeVersions())
 			go func() {
 				defer close(workerDone)
 				for c.processNext() {
@@ -351,15 +377,16 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// reconcile starts and stops views to match the versions served, and promotes
-// views whose informers have synced. It returns true when it knows what is
-// served and every started view answers.
+// reconcile starts and stops views to match the versions served, one view per
+// shape, and puts a view in place of its shape's old one once its informer
+// has synced. It returns true when it knows what is served and every started
+// view answers.
 func (c *Controller) reconcile(ctx context.Context) bool {
 	served := map[string]bool{}
-	for _, v := range c.wanted {
+	for _, v := range Versions {
 		ok, err := c.served(ctx, v)
 		if err != nil {
-			if !c.discoErr && c.cfg.Log != nil {
+			if !c.discoErr {
 				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
 			}
 			c.discoErr = true
@@ -367,61 +394,116 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		}
 		served[v] = ok
 	}
-	if c.discoErr && c.cfg.Log != nil {
+	if c.discoErr {
 		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
 	}
 	c.discoErr = false
 
-	changed := false
+	changed, complete := false, true
+	read := map[string]bool{} // shapes that have a version to read them through
 	c.viewsMu.Lock()
-	for _, version := range c.wanted {
-		active := slices.IndexFunc(c.views, func(v *view) bool { return v.version == version })
-		_, starting := c.starting[version]
-		switch {
-		case served[version] && active < 0 && !starting:
-			v := c.newView(version)
-			vctx, cancel := context.WithCancel(ctx)
-			v.stop, v.done = cancel, make(chan struct{})
-			go func() { defer close(v.done); v.informer.RunWithContext(vctx) }()
-			c.starting[version] = v
-			c.logf("ServiceImport %s is served: watching it", version)
-		case !served[version] && (active >= 0 || starting):
-			var v *view
-			if active >= 0 {
-				v = c.views[active]
-				c.views = slices.Delete(slices.Clone(c.views), active, active+1) // readers hold the old slice
-				changed = true
-			} else {
-				v = c.starting[version]
-				delete(c.starting, version)
+	for _, sh := range c.shapes {
+		want := ""
+		for _, v := range sh.versions {
+			if served[v] {
+				want = v
+				break
 			}
-			v.stop()
-			c.logf("ServiceImport %s is no longer served: stopped watching it", version)
 		}
-	}
-	for version, v := range c.starting {
-		if v.informer.HasSynced() {
-			delete(c.starting, version)
-			c.views = append(slices.Clone(c.views), v)
-			slices.SortFunc(c.views, func(a, b *view) int {
-				return slices.Index(c.wanted, a.version) - slices.Index(c.wanted, b.version)
-			})
-			changed = true
+		read[sh.name] = want != ""
+		if sh.starting != nil && sh.starting.version != want {
+			sh.starting.stop()
+			sh.starting = nil
 		}
+		switch {
+		case want == "" && sh.active != nil:
+			sh.active.stop()
+			c.logf("ServiceImport %s is no longer served: stopped watching it", sh.active.version)
+			sh.active, changed = nil, true
+		case want == "" || (sh.active != nil && sh.active.version == want):
+		case sh.starting == nil:
+			sh.starting = c.startView(ctx, sh, want)
+			if sh.active == nil {
+				c.logf("ServiceImport %s is served: watching it", want)
+			} else {
+				c.logf("ServiceImport %s is served: watching it in place of %s, which has the same schema", want, sh.active.version)
+			}
+		}
+		if sh.starting != nil && sh.starting.informer.HasSynced() {
+			if old := sh.active; old != nil {
+				old.stop()
+				c.logf("ServiceImport %s: now read through %s; stopped watching %s", old.version, want, old.version)
+			}
+			sh.active, sh.starting, changed = sh.starting, nil, true
+		}
+		complete = complete && sh.starting == nil
 	}
-	complete := len(c.starting) == 0
+	if changed {
+		views := make([]*view, 0, len(c.shapes))
+		for _, sh := range c.shapes {
+			if sh.active != nil {
+				views = append(views, sh.active)
+			}
+		}
+		c.views = views // readers hold the old slice
+	}
 	c.viewsMu.Unlock()
+	c.noteServed(served, read)
 	if changed {
 		c.enqueueAll()
 	}
 	return complete
 }
 
-func (c *Controller) logf(format string, args ...any) {
-	if c.cfg.Log != nil {
-		c.cfg.Log.Infof(format, args...)
-	}
+func (c *Controller) startView(ctx context.Context, sh *shape, version string) *view {
+	v := c.newView(sh, version)
+	vctx, cancel := context.WithCancel(ctx)
+	v.stop, v.done = cancel, make(chan struct{})
+	go func() { defer close(v.done); v.informer.RunWithContext(vctx) }()
+	return v
 }
+
+// noteServed tells the operator, once per change, about ServiceImport
+// versions the API server serves but the configuration does not read, and
+// about a cluster that serves none at all.
+func (c *Controller) noteServed(served, read map[string]bool) {
+	first := c.unread == nil
+	if first {
+		c.unread = map[string]bool{}
+	}
+	for _, v := range Versions {
+		unread := served[v] && !read[shapeOf[v]]
+		if !first && unread == c.unread[v] {
+			continue
+		}
+		c.unread[v] = unread
+		if unread {
+			c.cfg.Log.Warningf("ServiceImport %s is served, but this configuration does not read it, so its services have no answers: "+
+				"add %q to the multicluster block to answer from it", v, readOption[v])
+		} else if !first {
+			c.logf("ServiceImport %s: no longer served without being read", v)
+		}
+		if c.cfg.OnUnread != nil {
+			c.cfg.OnUnread(v, unread)
+		}
+	}
+	none := !slices.ContainsFunc(Versions, func(v string) bool { return served[v] })
+	if none && !c.noCRD {
+		c.cfg.Log.Warningf("the API server serves no ServiceImport (%s): install the ServiceImport CRD, sigs.k8s.io/mcs-api's "+
+			"config/crd or this plugin's deploy/crds/; until it is served every service name is NXDOMAIN", serviceImportGroup)
+	} else if !none && c.noCRD {
+		c.logf("the API server serves ServiceImports again")
+	}
+	c.noCRD = none
+}
+
+func (c *Controller) logf(format string, args ...any) { c.cfg.Log.Infof(format, args...) }
+
+// nopLogger is the Logger of a Config that names none.
+type nopLogger struct{}
+
+func (nopLogger) Infof(string, ...any)    {}
+func (nopLogger) Warningf(string, ...any) {}
 
 // enqueueAll queues every service known to any view, slice or answer.
 func (c *Controller) enqueueAll() {
@@ -448,14 +530,6 @@ func (c *Controller) activeVersions() []string {
 	var out []string
 	for _, v := range c.views {
 		out = append(out, v.version)
-	}
-	return out
-}
-
-func mapValues(m map[string]*view) []*view {
-	out := make([]*view, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
 	}
 	return out
 }
@@ -506,12 +580,19 @@ func (c *Controller) sync(k string) {
 			}
 		}
 		if n, ok := normalize(im, slices_); ok {
-			if prev != nil && prev.Version == im.Version && prev.inputs().equal(n) {
+			if prev != nil && prev.inputs().equal(n) {
 				if prev.Import != im {
+					// Same answers from a newer record, or from another
+					// version of the same data: no serial change.
 					next = &Service{}
 					*next = *prev
 					next.Import = im
-					c.idx.put(k, next) // same answers, newer view: no serial change
+					c.idx.put(k, next)
+					if prev.Version != im.Version {
+						c.account(prev, -1)
+						c.account(next, +1)
+						c.publishStatsIfSynced()
+					}
 				}
 				return
 			}
@@ -525,6 +606,10 @@ func (c *Controller) sync(k string) {
 	c.bumpSerial()
 	c.account(prev, -1)
 	c.account(next, +1)
+	c.publishStatsIfSynced()
+}
+
+func (c *Controller) publishStatsIfSynced() {
 	if c.synced.Load() {
 		c.publishStats()
 	}
@@ -559,7 +644,7 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 		agreed = agreed && im.ResourceVersion == present[0].ResourceVersion
 	}
 	if agreed {
-		if best == nil && len(present) > 0 && (c.cfg.Fallback || prev != nil) &&
+		if best == nil && len(present) > 0 && (len(views) > 1 || prev != nil) &&
 			c.lost[k] != present[0].ResourceVersion {
 			// Every view reads empty: the API server dropped the fields.
 			// Said once per write, not on every rebuild of the service.
@@ -621,7 +706,10 @@ func (c *Controller) publishStats() {
 		return
 	}
 	c.statsMu.Lock()
-	st := Stats{Imports: map[string]int{V1alpha2: c.imports[V1alpha2], V1alpha1: c.imports[V1alpha1]}, Endpoints: c.endpoints}
+	st := Stats{Imports: map[string]int{}, Endpoints: c.endpoints}
+	for _, v := range Versions {
+		st.Imports[v] = c.imports[v]
+	}
 	c.statsMu.Unlock()
 	c.cfg.OnStats(st)
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +20,11 @@ import (
 )
 
 var (
-	gvr2 = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha2, Resource: "serviceimports"}
-	gvr1 = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha1, Resource: "serviceimports"}
+	gvr2    = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha2, Resource: "serviceimports"}
+	gvr1    = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha1, Resource: "serviceimports"}
+	gvrBeta = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1beta1, Resource: "serviceimports"}
+
+	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList"}
 )
 
 type env struct {
@@ -32,7 +36,31 @@ type env struct {
 	c         *Controller
 	mu        sync.Mutex
 	skip      map[string]int
+	logs      []string
+	unread    map[string]bool
 	patience  time.Duration // how long eventually waits; 5s unless a hook sets it
+}
+
+func (e *env) Infof(format string, args ...any)    { e.log("I "+format, args...) }
+func (e *env) Warningf(format string, args ...any) { e.log("W "+format, args...) }
+
+func (e *env) log(format string, args ...any) {
+	e.mu.Lock()
+	e.logs = append(e.logs, fmt.Sprintf(format, args...))
+	e.mu.Unlock()
+}
+
+// logged returns the log lines that contain s.
+func (e *env) logged(s string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, l := range e.logs {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // servedOnly, when set before start, is what discovery reports at first.
@@ -70,15 +98,17 @@ func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Obj
 			kubeObjs = append(kubeObjs, o)
 		}
 	}
-	e := &env{t: t, skip: map[string]int{}, patience: 5 * time.Second}
+	e := &env{t: t, skip: map[string]int{}, unread: map[string]bool{}, patience: 5 * time.Second}
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvr1: "ServiceImportList"}, dynObjs...)
+		listKinds, dynObjs...)
 	e.kube = kubefake.NewClientset(kubeObjs...)
 	if hook != nil {
 		hook(e)
 	}
 	e.c = New(e.dyn, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
-		OnSkip: func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() }})
+		OnSkip:   func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() },
+		OnUnread: func(v string, unread bool) { e.mu.Lock(); e.unread[v] = unread; e.mu.Unlock() },
+		Log:      e})
 	e.c.served = e.isServed
 	e.c.every = 20 * time.Millisecond
 	e.servedSet = map[string]bool{V1alpha2: true, V1alpha1: true}
@@ -354,7 +384,7 @@ func TestControllerFallbackMerge(t *testing.T) {
 
 func TestControllerNamespacesFilter(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"},
+		listKinds,
 		v2("a", "web", "1", "ClusterSetIP", "10.0.0.1"), v2("b", "web", "1", "ClusterSetIP", "10.0.0.2"))
 	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}}))
 	if c.Lookup("web.a") == nil || c.Lookup("web.b") != nil {
@@ -431,7 +461,7 @@ func TestControllerLabelSelector(t *testing.T) {
 	prod := v2("a", "web", "1", "ClusterSetIP", "10.0.0.1")
 	prod.SetLabels(map[string]string{"env": "prod"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr2: "ServiceImportList"}, prod, v2("a", "test", "1", "ClusterSetIP", "10.0.0.2"))
+		listKinds, prod, v2("a", "test", "1", "ClusterSetIP", "10.0.0.2"))
 	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"}))
 	if c.Lookup("web.a") == nil || c.Lookup("test.a") != nil {
 		t.Errorf("labels filter: web=%v test=%v", c.Lookup("web.a") != nil, c.Lookup("test.a") != nil)

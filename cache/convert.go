@@ -33,22 +33,22 @@ const (
 	ReasonBadServiceName = "bad_service_name"
 )
 
-// importFromV1alpha2 makes the slim record of a v1alpha2 view, whose fields
-// are at the object's root.
-func importFromV1alpha2(u *unstructured.Unstructured) *Import {
-	return importFrom(u, V1alpha2, u.Object)
+// importFromRoot makes the slim record of a view in the root shape
+// (v1alpha2), whose fields are at the object's root.
+func importFromRoot(u *unstructured.Unstructured, version string) *Import {
+	return importFrom(u, version, u.Object)
 }
 
-// importFromV1alpha1 makes the slim record of a v1alpha1 view, whose fields
-// are under spec (the shape of sigs.k8s.io/mcs-api's v1alpha1 types).
-func importFromV1alpha1(u *unstructured.Unstructured) *Import {
+// importFromSpec makes the slim record of a view in the spec shape (v1beta1
+// and v1alpha1, sigs.k8s.io/mcs-api's types), whose fields are under spec.
+func importFromSpec(u *unstructured.Unstructured, version string) *Import {
 	spec, ok := u.Object["spec"].(map[string]any)
 	if _, present := u.Object["spec"]; present && !ok {
-		im := newImport(u, V1alpha1)
+		im := newImport(u, version)
 		im.Problems = append(im.Problems, ReasonDecode)
 		return im
 	}
-	return importFrom(u, V1alpha1, spec)
+	return importFrom(u, version, spec)
 }
 
 // importFrom reads type, ips and ports from fields, the part of the object

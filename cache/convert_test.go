@@ -225,3 +225,7 @@ func TestImportReaderWrongShapes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The readers of the two versions most tests use.
+func importFromV1alpha2(u *unstructured.Unstructured) *Import { return importFromRoot(u, V1alpha2) }
+func importFromV1alpha1(u *unstructured.Unstructured) *Import { return importFromSpec(u, V1alpha1) }

@@ -77,7 +77,7 @@ func BenchmarkRebuildOne(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), kubefake.NewClientset(),
 				Config{Zones: []string{"clusterset.local."}, TTL: 5})
-			v := c.newView(V1alpha2)
+			v := c.newView(c.shapes[0], V1alpha2)
 			c.views = []*view{v}
 			store := v.informer.GetStore()
 			im := func(i int, rv string, ip netip.Addr) *Import {

@@ -17,11 +17,18 @@ const (
 	LabelSourceCluster = "multicluster.kubernetes.io/source-cluster"
 )
 
-// Versions of ServiceImport the cache reads.
+// Versions of ServiceImport the cache reads. v1beta1 and v1alpha1 share one
+// schema, with the fields under spec and status (sigs.k8s.io/mcs-api);
+// v1alpha2 has them at the object's root.
 const (
 	V1alpha2 = "v1alpha2"
+	V1beta1  = "v1beta1"
 	V1alpha1 = "v1alpha1"
 )
+
+// Versions are the ServiceImport versions the cache knows, in the order their
+// metrics are listed.
+var Versions = []string{V1alpha2, V1beta1, V1alpha1}
 
 // Import is the slim record kept for one view (one API version) of a
 // ServiceImport. A view that the API server pruned to nothing has HasData false.

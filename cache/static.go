@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/apis/v1alpha2"
 )
@@ -21,22 +22,27 @@ type Static struct {
 	serial uint32
 }
 
-// NewStatic builds the answers of the given ServiceImports (v1alpha2 or
-// v1alpha1; a v1alpha2 view with data wins) and EndpointSlices.
+// NewStatic builds the answers of the given ServiceImports (v1alpha2,
+// v1beta1 or v1alpha1; a v1alpha2 view with data wins) and EndpointSlices.
 func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, error) {
 	imports := map[string]*Import{}
 	bySvc := map[string][]*Slice{}
 	for _, o := range objs {
 		switch v := o.(type) {
-		case *v1alpha2.ServiceImport, *mcsv1alpha1.ServiceImport:
+		case *v1alpha2.ServiceImport, *mcsv1beta1.ServiceImport, *mcsv1alpha1.ServiceImport:
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
 			if err != nil {
 				return nil, err
 			}
 			u := &unstructured.Unstructured{Object: m}
-			im := importFromV1alpha2(u)
-			if _, ok := v.(*mcsv1alpha1.ServiceImport); ok {
-				im = importFromV1alpha1(u)
+			var im *Import
+			switch v.(type) {
+			case *v1alpha2.ServiceImport:
+				im = importFromRoot(u, V1alpha2)
+			case *mcsv1beta1.ServiceImport:
+				im = importFromSpec(u, V1beta1)
+			default:
+				im = importFromSpec(u, V1alpha1)
 			}
 			k := key(im.Namespace, im.Name)
 			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version == V1alpha2) {
