@@ -29,13 +29,14 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 				}
 			}
 		case dns.TypeSRV:
-			if len(svc.Ports) == 0 {
+			ports := svc.SRVPorts() // one per number: the target is the same
+			if len(ports) == 0 {
 				return noData
 			}
-			ans := rep.section(len(svc.Ports))
-			w := cache.SRVWeight(len(svc.Ports))
-			for i, p := range svc.Ports {
-				ans = append(ans, m.srv(rep, owner, p.Port, w, svcName, len(svc.Ports)-i))
+			ans := rep.section(len(ports))
+			w := cache.SRVWeight(len(ports))
+			for i, p := range ports {
+				ans = append(ans, m.srv(rep, owner, p.Port, w, svcName, len(ports)-i))
 			}
 			rep.msg.Answer, rep.msg.Extra = ans, m.glue(rep, svc, svcName)
 			return success

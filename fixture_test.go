@@ -85,3 +85,23 @@ func newTestPlugin(t testing.TB, objs ...runtime.Object) *Multicluster {
 	m.setZones([]string{zone})
 	return m
 }
+
+// samePortNumbers is the mcs-api conformance suite's hello service, as a
+// ClusterSetIP and as a headless service, with its ports tcp 42/TCP and
+// udp 42/UDP, which share a number; and a service with two TCP ports of one
+// number beside a third port.
+func samePortNumbers() []runtime.Object {
+	tcp42, udp42 := port("tcp", corev1.ProtocolTCP, 42), port("udp", corev1.ProtocolUDP, 42)
+	return []runtime.Object{
+		clusterSetIP("mcs", "hello", []string{"10.42.0.42", "fd00::42"}, tcp42, udp42),
+		clusterSetIP("mcs", "mixed", []string{"10.42.0.43"},
+			port("http", corev1.ProtocolTCP, 80), port("web", corev1.ProtocolTCP, 80), port("dns", corev1.ProtocolUDP, 53)),
+		headless("mcs", "hello-headless", tcp42, udp42),
+		slice("mcs", "hello-headless-west", "hello-headless", "west", discoveryv1.AddressTypeIPv4,
+			ep{host: "hello-0", addrs: []string{"10.5.0.1"}}),
+		slice("mcs", "hello-headless-east", "hello-headless", "east", discoveryv1.AddressTypeIPv4,
+			ep{host: "hello-0", addrs: []string{"10.6.0.1"}}, ep{host: "hello-1", addrs: []string{"10.6.0.2"}}),
+		slice("mcs", "hello-headless-east-v6", "hello-headless", "east", discoveryv1.AddressTypeIPv6,
+			ep{host: "hello-0", addrs: []string{"fd00::6:1"}}),
+	}
+}

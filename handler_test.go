@@ -252,3 +252,53 @@ func TestRepliesDoNotShareRecords(t *testing.T) {
 		t.Fatalf("a reply's edit leaked into the next reply: %v %v", second.Answer, second.Extra)
 	}
 }
+
+// At the service's own name, one SRV record per target and port number: ports
+// that share a number (tcp 42/TCP and udp 42/UDP) give one record there, as an
+// RRset holds no duplicates (RFC 2181 §5), and the weight counts the records
+// given. Each port name keeps its own records. The glue holds each address once.
+func TestServiceSRVOnePerTargetAndPort(t *testing.T) {
+	m := newTestPlugin(t, samePortNumbers()...)
+	const hello, hl = "hello.mcs.svc.clusterset.local.", "hello-headless.mcs.svc.clusterset.local."
+	helloGlue := []dns.RR{test.A(hello + " 5 IN A 10.42.0.42"), test.AAAA(hello + " 5 IN AAAA fd00::42")}
+	hlGlue := []dns.RR{
+		test.A("hello-0.east." + hl + " 5 IN A 10.6.0.1"),
+		test.AAAA("hello-0.east." + hl + " 5 IN AAAA fd00::6:1"),
+		test.A("hello-1.east." + hl + " 5 IN A 10.6.0.2"),
+		test.A("hello-0.west." + hl + " 5 IN A 10.5.0.1"),
+	}
+	hlSRV := func(owner string) []dns.RR {
+		var rs []dns.RR
+		for _, target := range []string{"hello-0.east.", "hello-1.east.", "hello-0.west."} {
+			rs = append(rs, test.SRV(owner+" 5 IN SRV 0 33 42 "+target+hl))
+		}
+		return rs
+	}
+	runCases(t, m, []test.Case{
+		{Qname: hello, Qtype: dns.TypeSRV,
+			Answer: []dns.RR{test.SRV(hello + " 5 IN SRV 0 100 42 " + hello)}, Extra: helloGlue},
+		{Qname: "_tcp._tcp." + hello, Qtype: dns.TypeSRV,
+			Answer: []dns.RR{test.SRV("_tcp._tcp." + hello + " 5 IN SRV 0 100 42 " + hello)}, Extra: helloGlue},
+		{Qname: "_udp._udp." + hello, Qtype: dns.TypeSRV,
+			Answer: []dns.RR{test.SRV("_udp._udp." + hello + " 5 IN SRV 0 100 42 " + hello)}, Extra: helloGlue},
+		nx("_tcp._udp."+hello, dns.TypeSRV),
+		{Qname: "Hello.MCS.svc.clusterset.local.", Qtype: dns.TypeSRV,
+			Answer: []dns.RR{test.SRV("Hello.MCS.svc.clusterset.local. 5 IN SRV 0 100 42 " + hello)}, Extra: helloGlue},
+		// Two TCP ports of one number and a UDP port: two records of weight 50.
+		{Qname: "mixed.mcs.svc.clusterset.local.", Qtype: dns.TypeSRV,
+			Answer: []dns.RR{
+				test.SRV("mixed.mcs.svc.clusterset.local. 5 IN SRV 0 50 80 mixed.mcs.svc.clusterset.local."),
+				test.SRV("mixed.mcs.svc.clusterset.local. 5 IN SRV 0 50 53 mixed.mcs.svc.clusterset.local."),
+			},
+			Extra: []dns.RR{test.A("mixed.mcs.svc.clusterset.local. 5 IN A 10.42.0.43")}},
+		{Qname: "_web._tcp.mixed.mcs.svc.clusterset.local.", Qtype: dns.TypeSRV,
+			Answer: []dns.RR{test.SRV("_web._tcp.mixed.mcs.svc.clusterset.local. 5 IN SRV 0 100 80 mixed.mcs.svc.clusterset.local.")},
+			Extra:  []dns.RR{test.A("mixed.mcs.svc.clusterset.local. 5 IN A 10.42.0.43")}},
+		// Headless: one record per ready endpoint, N = 3.
+		{Qname: hl, Qtype: dns.TypeSRV, Answer: hlSRV(hl), Extra: hlGlue},
+		{Qname: "_tcp._tcp." + hl, Qtype: dns.TypeSRV, Answer: hlSRV("_tcp._tcp." + hl), Extra: hlGlue},
+		{Qname: "_udp._udp." + hl, Qtype: dns.TypeSRV, Answer: hlSRV("_udp._udp." + hl), Extra: hlGlue},
+		{Qname: hl, Qtype: dns.TypeA, Answer: []dns.RR{
+			test.A(hl + " 5 IN A 10.5.0.1"), test.A(hl + " 5 IN A 10.6.0.1"), test.A(hl + " 5 IN A 10.6.0.2")}},
+	})
+}

@@ -66,3 +66,49 @@ func TestTransfer(t *testing.T) {
 		t.Errorf("other zone: %v", err)
 	}
 }
+
+// A zone transfer holds no record twice: ports that share a number give one
+// SRV record per target at the service's own name, and each port name keeps
+// its own.
+func TestTransferOneSRVPerTargetAndPort(t *testing.T) {
+	m := newTestPlugin(t, samePortNumbers()...)
+	got := collect(t, m, zone, 0)
+	got = got[1 : len(got)-1] // the SOA opens and closes the transfer
+	seen := map[string]bool{}
+	srvs := map[string]int{}
+	for _, rr := range got {
+		if seen[rr] {
+			t.Errorf("transferred twice: %s", rr)
+		}
+		seen[rr] = true
+		if f := strings.Fields(rr); f[3] == "SRV" {
+			srvs[f[0]]++
+			if w := map[string]string{"mixed.mcs.svc.clusterset.local.": "50", "hello-headless.mcs.svc.clusterset.local.": "33",
+				"_tcp._tcp.hello-headless.mcs.svc.clusterset.local.": "33", "_udp._udp.hello-headless.mcs.svc.clusterset.local.": "33",
+			}[f[0]]; w != "" && f[5] != w {
+				t.Errorf("weight %s, want %s: %s", f[5], w, rr)
+			}
+		}
+	}
+	for name, want := range map[string]int{
+		"hello.mcs.svc.clusterset.local.":                    1,
+		"_tcp._tcp.hello.mcs.svc.clusterset.local.":          1,
+		"_udp._udp.hello.mcs.svc.clusterset.local.":          1,
+		"mixed.mcs.svc.clusterset.local.":                    2,
+		"_http._tcp.mixed.mcs.svc.clusterset.local.":         1,
+		"_web._tcp.mixed.mcs.svc.clusterset.local.":          1,
+		"_dns._udp.mixed.mcs.svc.clusterset.local.":          1,
+		"hello-headless.mcs.svc.clusterset.local.":           3,
+		"_tcp._tcp.hello-headless.mcs.svc.clusterset.local.": 3,
+		"_udp._udp.hello-headless.mcs.svc.clusterset.local.": 3,
+	} {
+		if srvs[name] != want {
+			t.Errorf("%d SRV records at %s, want %d", srvs[name], name, want)
+		}
+	}
+	// NS, TXT; hello A, AAAA, 3 SRV; mixed A, 5 SRV; hello-headless 3 A, 1 AAAA,
+	// 9 SRV, 4 endpoint addresses.
+	if n := len(got); n != 30 {
+		t.Errorf("%d records:\n%s", n, strings.Join(got, "\n"))
+	}
+}

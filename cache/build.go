@@ -41,12 +41,35 @@ type Service struct {
 	*Import
 	Endpoints int           // ready endpoint names, headless only
 	Zones     []ZoneAnswers // headless only: one per configured zone, in the configured order
-	endpoints []namedAddrs  // headless only: what Zones were made from
+	more      *details      // nil for a ClusterSetIP service whose ports differ in number, most of them
+}
+
+// details are what only some services need: kept apart, they cost the others
+// nothing (a Service fits in 48 bytes).
+type details struct {
+	srvPorts  []Port       // the ports at the service's own name, when some ports share a number
+	endpoints []namedAddrs // headless only: what Zones were made from
+}
+
+// SRVPorts are the ports of the SRV records at the service's own name: the
+// first port of each number, in the order of Ports. A record there is one
+// target and port, and an RRset holds no duplicates (RFC 2181 §5), so ports
+// tcp 42/TCP and udp 42/UDP, which keep a record each at their port names,
+// give one record there. Never modify it.
+func (s *Service) SRVPorts() []Port {
+	if s.more != nil && s.more.srvPorts != nil {
+		return s.more.srvPorts
+	}
+	return s.Ports
 }
 
 // inputs is what the service's answers were made from.
 func (s *Service) inputs() normalized {
-	return normalized{headless: s.Headless, ips: s.IPs, ports: s.Ports, endpoints: s.endpoints}
+	n := normalized{headless: s.Headless, ips: s.IPs, ports: s.Ports}
+	if s.more != nil {
+		n.endpoints = s.more.endpoints
+	}
+	return n
 }
 
 // normalized is what the answers of a service are made from; two services with
@@ -103,19 +126,39 @@ func (n normalized) equal(o normalized) bool {
 
 // build makes the answers of one service in every zone.
 func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
-	s := &Service{Import: im, Endpoints: len(n.endpoints), endpoints: n.endpoints}
+	s := &Service{Import: im, Endpoints: len(n.endpoints)}
+	if srv := srvPorts(n.ports); srv != nil || n.headless {
+		s.more = &details{srvPorts: srv, endpoints: n.endpoints}
+	}
 	if !n.headless {
 		return s
 	}
 	s.Zones = make([]ZoneAnswers, len(zones))
 	for i, zone := range zones {
-		s.Zones[i] = buildZone(im, n, zone, ttl)
+		s.Zones[i] = buildZone(im, n, s.SRVPorts(), zone, ttl)
 	}
 	return s
 }
 
-// buildZone makes a headless service's answers in one zone.
-func buildZone(im *Import, n normalized, zone string, ttl uint32) ZoneAnswers {
+// srvPorts returns the first port of each number, in order, or nil when no
+// two ports share a number.
+func srvPorts(ports []Port) []Port {
+	var out []Port
+	for i, p := range ports {
+		if slices.ContainsFunc(ports[:i], func(q Port) bool { return q.Port == p.Port }) {
+			if out == nil {
+				out = slices.Clone(ports[:i])
+			}
+		} else if out != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// buildZone makes a headless service's answers in one zone; srv are the
+// ports of the SRV records at the service's own name.
+func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) ZoneAnswers {
 	svcName := im.Name + "." + im.Namespace + ".svc." + zone
 	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
 	targets := make([]string, len(n.endpoints))
@@ -134,10 +177,14 @@ func buildZone(im *Import, n normalized, zone string, ttl uint32) ZoneAnswers {
 		ans := &Answers{Extra: glue}
 		for _, t := range targets {
 			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))
-			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
 		}
 		setWeights(ans.SRV)
 		z.Sub[sub] = ans
+	}
+	for _, p := range srv {
+		for _, t := range targets {
+			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
+		}
 	}
 	setWeights(z.Service.SRV)
 	if len(z.Service.SRV) > 0 {

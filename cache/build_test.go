@@ -1,0 +1,77 @@
+package cache
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/miekg/dns"
+)
+
+// The ports at a service's own name: the first of each number, in order.
+func TestSRVPorts(t *testing.T) {
+	tcp42, udp42 := Port{"tcp", "tcp", 42}, Port{"udp", "udp", 42}
+	http, web, dns53 := Port{"http", "tcp", 80}, Port{"web", "tcp", 80}, Port{"dns", "udp", 53}
+	for _, tc := range []struct {
+		ports, want []Port
+	}{
+		{nil, nil},
+		{[]Port{http}, []Port{http}},
+		{[]Port{http, dns53}, []Port{http, dns53}},
+		{[]Port{tcp42, udp42}, []Port{tcp42}},
+		{[]Port{http, dns53, web}, []Port{http, dns53}},
+		{[]Port{dns53, http, web, tcp42, udp42}, []Port{dns53, http, tcp42}},
+	} {
+		im := &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true,
+			IPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}, Ports: tc.ports}
+		n, _ := normalize(im, nil)
+		svc := build(im, n, []string{"clusterset.local."}, 5)
+		if got := svc.SRVPorts(); !slices.Equal(got, tc.want) {
+			t.Errorf("ports %v: SRVPorts %v, want %v", tc.ports, got, tc.want)
+		}
+		if len(tc.want) == len(tc.ports) && svc.more != nil {
+			t.Errorf("ports %v: a ClusterSetIP service whose ports differ in number keeps more", tc.ports)
+		}
+	}
+	// What a hundred thousand ClusterSetIP services each hold.
+	if size := unsafe.Sizeof(Service{}); size > 48 {
+		t.Errorf("a Service takes %d bytes, more than 48", size)
+	}
+}
+
+// A headless service answers its own name with one SRV record per endpoint and
+// port number; each port name keeps its own records.
+func TestHeadlessSRVOnePerTargetAndPort(t *testing.T) {
+	im := &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true, Headless: true,
+		Ports: []Port{{"tcp", "tcp", 42}, {"udp", "udp", 42}}}
+	var eps []Endpoint
+	for i, h := range []string{"a", "b", "c"} {
+		eps = append(eps, Endpoint{Host: h, Addrs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + i)})}})
+	}
+	n, ok := normalize(im, []*Slice{{Service: "svc", Cluster: "west", Endpoints: eps}})
+	if !ok {
+		t.Fatal("no answers")
+	}
+	z := build(im, n, []string{"clusterset.local."}, 5).Zones[0]
+	for name, rs := range map[string][]dns.RR{
+		"svc":       z.Service.SRV,
+		"_tcp._tcp": z.Sub["_tcp._tcp"].SRV,
+		"_udp._udp": z.Sub["_udp._udp"].SRV,
+	} {
+		if len(rs) != 3 {
+			t.Errorf("%s: %d SRV records, want 3: %v", name, len(rs), rs)
+		}
+		for i, r := range rs {
+			if w := r.(*dns.SRV).Weight; w != 33 {
+				t.Errorf("%s: weight %d, want 33", name, w)
+			}
+			if slices.ContainsFunc(rs[:i], func(d dns.RR) bool { return dns.IsDuplicate(d, r) }) {
+				t.Errorf("%s: %v twice", name, r)
+			}
+		}
+	}
+	if len(z.Service.Extra) != 3 {
+		t.Errorf("glue %v, want one address per endpoint", z.Service.Extra)
+	}
+}
