@@ -162,16 +162,22 @@ func run(c config) error {
 
 	// Two control planes, so that each server lists exactly its own objects:
 	// the v1alpha2 fixture for ours, the same names in v1alpha1 shape for
-	// stock. Both install deploy/crds, which serves both versions.
+	// stock. Both install deploy/crds' CRD: ours with v1alpha2 alone, so that
+	// it watches one shape as stock does, stock with v1alpha1 as the storage
+	// version.
 	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
 	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
 	envs := make([]*harness.Env, 2)
-	stockCRD, err := crdWithStorage(c.repo, c.stockStorage)
+	stockCRD, err := crdWithStorage(c.repo, c.stockStorage, false)
+	if err != nil {
+		return err
+	}
+	oursCRD, err := crdWithStorage(c.repo, "v1alpha2", true)
 	if err != nil {
 		return err
 	}
 	err = parallel(ctx, 2, 2, func(ctx context.Context, k int) error {
-		opts := harness.Options{Repo: c.repo}
+		opts := harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{oursCRD}}
 		if k == 1 {
 			opts.CRDs = []*apiextensionsv1.CustomResourceDefinition{stockCRD}
 		}
@@ -252,12 +258,13 @@ func run(c config) error {
 	return nil
 }
 
-// crdWithStorage reads deploy/crds' ServiceImport CRD, which serves v1alpha1
-// and v1alpha2 with conversion strategy None, and makes version the storage
-// version. Stock's control plane needs v1alpha1 there: the API server prunes
-// every object against the storage version's schema, so a v1alpha1 object
-// stored as v1alpha2 loses its spec.
-func crdWithStorage(repo, version string) (*apiextensionsv1.CustomResourceDefinition, error) {
+// crdWithStorage reads deploy/crds' ServiceImport CRD, which serves v1alpha1,
+// v1beta1 and v1alpha2 with conversion strategy None, and makes version the
+// storage version (the only one served when alone is set). Stock's control
+// plane needs v1alpha1 there: the API server prunes every object against the
+// storage version's schema, so a v1alpha1 object stored as v1alpha2 loses its
+// spec.
+func crdWithStorage(repo, version string, alone bool) (*apiextensionsv1.CustomResourceDefinition, error) {
 	path := filepath.Join(repo, "deploy", "crds", "multicluster.x-k8s.io_serviceimports.yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -268,11 +275,15 @@ func crdWithStorage(repo, version string) (*apiextensionsv1.CustomResourceDefini
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	found := false
-	for i := range crd.Spec.Versions {
-		v := &crd.Spec.Versions[i]
+	var keep []apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range crd.Spec.Versions {
 		v.Storage = v.Name == version
 		found = found || (v.Storage && v.Served)
+		if v.Storage || !alone {
+			keep = append(keep, v)
+		}
 	}
+	crd.Spec.Versions = keep
 	if !found {
 		return nil, fmt.Errorf("%s does not serve %s", path, version)
 	}
