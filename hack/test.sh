@@ -85,6 +85,28 @@ fi
 step "go vet ./... (plugin)"
 go vet ./... || fail "go vet (plugin)"
 
+# hack/generate.sh writes into a temporary directory; every file it writes
+# must be byte for byte the one in the tree.
+step "generated files are up to date (hack/generate.sh)"
+gendir=$(mktemp -d)
+if hack/generate.sh "$gendir" >"$logs/generate.log" 2>&1; then
+	stale=()
+	while IFS= read -r f; do
+		cmp -s "$gendir/$f" "$f" || stale+=("$f")
+	done < <(cd "$gendir" && find . -type f | sed 's|^\./||' | sort)
+	if [ ${#stale[@]} -gt 0 ]; then
+		for f in "${stale[@]}"; do diff -u "$f" "$gendir/$f" | head -40 || true; done
+		echo "differ from what hack/generate.sh gives (run it): ${stale[*]}"
+		fail "generated files"
+	else
+		(cd "$gendir" && find . -type f | sed 's|^\./|  |' | sort)
+	fi
+else
+	cat "$logs/generate.log"
+	fail "hack/generate.sh (log: $logs/generate.log)"
+fi
+rm -rf "$gendir"
+
 gotest unit . -race -count=1 -timeout 20m ./...
 
 step "fuzzing, 20s a target (go test -fuzz)"

@@ -2,6 +2,17 @@
 // ServiceImport. No released module ships them, so this project owns them. In
 // this version the fields a controller owns sit at the object root, not under
 // spec or status; spec stays empty for later use.
+//
+// The CRD schema of this version and zz_generated.deepcopy.go are generated
+// from these types by controller-gen (hack/generate.sh). Ports and
+// SessionAffinityConfig reuse core v1's types, whose fields carry no
+// validation markers; the bounds they lack (port, protocol, port name,
+// timeoutSeconds) are CEL rules on the fields that hold them, each with a
+// fieldPath, so that a refusal names the offending field as a schema
+// keyword would.
+//
+// +kubebuilder:object:generate=true
+// +groupName=multicluster.x-k8s.io
 package v1alpha2
 
 import (

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -461,16 +462,89 @@ func TestDeployCorefile(t *testing.T) {
 	}
 }
 
-// TestDeployServiceImportSchema: the CRD of deploy/crds/ stores ServiceImports
-// of the proposed v1alpha2 shape without losing a field, accepts the v1alpha1
-// shape, and refuses malformed v1alpha2 objects, each for the reason meant.
+// TestDeployServiceImportSchema: the CRD of deploy/crds/ (mcs-api's v1alpha1
+// and v1beta1, v1beta1 the storage version, plus our v1alpha2, served and not
+// storage, conversion None) stores ServiceImports of the spec shape written
+// through v1beta1 without losing a field and serves them through v1alpha1;
+// it refuses malformed v1alpha2 objects, each for the reason meant, though
+// v1alpha2 is not the storage version; and it drops the root fields of an
+// object written through v1alpha2. The CRD of deploy/crds-v1alpha2-storage/,
+// on a control plane of its own, stores that object whole.
 func TestDeployServiceImportSchema(t *testing.T) {
 	const ns = "deploy-schema"
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
-	ctx, cancel := harness.Context(time.Minute)
+	ctx, cancel := harness.Context(2 * time.Minute)
 	defer cancel()
-	v1alpha2 := env.Dynamic.Resource(schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha2", Resource: "serviceimports"}).Namespace(ns)
-	v1alpha1 := env.Dynamic.Resource(schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceimports"}).Namespace(ns)
+	version := func(e *harness.Env, v string) dynamic.ResourceInterface {
+		return e.Dynamic.Resource(schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: v, Resource: "serviceimports"}).Namespace(ns)
+	}
+	v1alpha2, v1beta1, v1alpha1 := version(env, "v1alpha2"), version(env, "v1beta1"), version(env, "v1alpha1")
+
+	// The spec shape, every field of mcs-api v0.5.2's schema, as MCS
+	// controllers write it: through v1beta1, the storage version.
+	spec := func() *unstructured.Unstructured {
+		return decode(t, `
+apiVersion: multicluster.x-k8s.io/v1beta1
+kind: ServiceImport
+metadata: {name: spec-shape, namespace: `+ns+`}
+spec:
+  type: ClusterSetIP
+  ips: [10.42.7.2, "fd00:42::7:2"]
+  ipFamilies: [IPv4, IPv6]
+  ports:
+  - {name: http, protocol: TCP, appProtocol: http, port: 80}
+  - {name: dns, protocol: UDP, port: 53}
+  sessionAffinity: ClientIP
+  sessionAffinityConfig: {clientIP: {timeoutSeconds: 300}}
+  internalTrafficPolicy: Cluster
+  trafficDistribution: PreferClose
+status:
+  clusters:
+  - cluster: west
+`)
+	}
+	if _, err := v1beta1.Create(ctx, spec(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+		t.Fatalf("a v1beta1 ServiceImport: %v", err)
+	}
+	t.Cleanup(func() { deleteQuietly(v1beta1, "spec-shape") })
+	// Read back whole through both versions of the spec shape. status is a
+	// subresource: a create drops it (controllers write it with
+	// UpdateStatus; the plugin does not read it).
+	for _, ri := range []struct {
+		name string
+		ri   dynamic.ResourceInterface
+	}{{"v1beta1", v1beta1}, {"v1alpha1", v1alpha1}} {
+		back, err := ri.ri.Get(ctx, "spec-shape", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := mustJSON(back.Object["spec"]), mustJSON(spec().Object["spec"]); g != w {
+			t.Errorf("v1beta1 object's spec read through %s as %s, want %s", ri.name, g, w)
+		}
+		if _, has := back.Object["status"]; has {
+			t.Errorf("v1beta1 object read through %s has status %s, want none (a subresource)", ri.name, mustJSON(back.Object["status"]))
+		}
+	}
+	// Through v1alpha2 the same object is there, but its fields are not: the
+	// root shape has no type or ips, and its spec has no fields.
+	if back, err := v1alpha2.Get(ctx, "spec-shape", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if g := mustJSON(besideMeta(back.Object)); g != `{"spec":{}}` {
+		t.Errorf("v1beta1 object read through v1alpha2 as %s, want {\"spec\":{}}", g)
+	}
+	// Each spec-shape version validates against its own schema.
+	for _, ri := range []struct {
+		name string
+		ri   dynamic.ResourceInterface
+	}{{"v1beta1", v1beta1}, {"v1alpha1", v1alpha1}} {
+		noType := spec()
+		noType.SetAPIVersion("multicluster.x-k8s.io/" + ri.name)
+		noType.SetName("spec-no-type")
+		unstructured.RemoveNestedField(noType.Object, "spec", "type")
+		if _, err := ri.ri.Create(ctx, noType, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.type") {
+			t.Errorf("a %s ServiceImport without spec.type: %v, want Invalid naming spec.type", ri.name, err)
+		}
+	}
 
 	long253 := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 	good := func() *unstructured.Unstructured {
@@ -493,61 +567,11 @@ clusters:
 - cluster: `+long253+`
 `)
 	}
+	rootFields := []string{"spec", "type", "ips", "ports", "sessionAffinity", "sessionAffinityConfig", "clusters"}
 
-	// Stored, and read back whole (the third port's protocol defaulted).
-	if _, err := v1alpha2.Create(ctx, good(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-		t.Fatalf("a v1alpha2 ServiceImport of the proposed shape: %v", err)
-	}
-	t.Cleanup(func() { deleteQuietly(v1alpha2, "good") })
-	back, err := v1alpha2.Get(ctx, "good", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := good().Object
-	ports, _, _ := unstructured.NestedSlice(want, "ports")
-	ports[2].(map[string]any)["protocol"] = "TCP"
-	_ = unstructured.SetNestedSlice(want, ports, "ports")
-	for _, field := range []string{"spec", "type", "ips", "ports", "sessionAffinity", "sessionAffinityConfig", "clusters"} {
-		if g, w := mustJSON(back.Object[field]), mustJSON(want[field]); g != w {
-			t.Errorf("v1alpha2 %s read back as %s, want %s", field, g, w)
-		}
-	}
-
-	legacy := decode(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha1
-kind: ServiceImport
-metadata: {name: legacy, namespace: `+ns+`}
-spec:
-  type: ClusterSetIP
-  ips: [10.42.7.2]
-  ports:
-  - {name: http, protocol: TCP, port: 80}
-status:
-  clusters:
-  - cluster: west
-`)
-	if _, err := v1alpha1.Create(ctx, legacy, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-		t.Fatalf("a v1alpha1 ServiceImport: %v", err)
-	}
-	t.Cleanup(func() { deleteQuietly(v1alpha1, "legacy") })
-	// Accepted, but stored through v1alpha2 (the storage version, conversion
-	// None), whose schema prunes spec's fields: what the README's migration
-	// section says and the plugin counts as data_lost. Should the CRD ever
-	// keep them, this is the place to say so.
-	if back, err := v1alpha1.Get(ctx, "legacy", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else if g := mustJSON(back.Object["spec"]); g != "{}" {
-		t.Errorf("v1alpha1 spec read back as %s, want {} (pruned by the v1alpha2 storage schema)", g)
-	}
-	// v1alpha1 objects are validated against v1alpha1's schema.
-	noType := legacy.DeepCopy()
-	noType.SetName("legacy-no-type")
-	unstructured.RemoveNestedField(noType.Object, "spec", "type")
-	if _, err := v1alpha1.Create(ctx, noType, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.type") {
-		t.Errorf("a v1alpha1 ServiceImport without spec.type: %v, want Invalid naming spec.type", err)
-	}
-
-	// Refused, each for its own reason: the field named in the error.
+	// Refused, each for its own reason: the field named in the error. The API
+	// server validates a request against the schema of the version it is
+	// made in, storage version or not.
 	for _, tc := range []struct {
 		name   string
 		mutate func(o map[string]any)
@@ -568,6 +592,10 @@ status:
 		{"port: 65536", set([]any{map[string]any{"name": "http", "port": int64(65536)}}, "ports"), "ports[0].port"},
 		{"port: missing", set([]any{map[string]any{"name": "http"}}, "ports"), "ports[0].port"},
 		{"port: protocol HTTP", set([]any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}, "ports"), "ports[0].protocol"},
+		{"port: name of 64 characters", set([]any{map[string]any{"name": strings.Repeat("p", 64), "port": int64(80)}}, "ports"), "ports[0].name"},
+		{"sessionAffinity: unknown", set("Sticky", "sessionAffinity"), "sessionAffinity"},
+		{"timeoutSeconds: 0", set(map[string]any{"clientIP": map[string]any{"timeoutSeconds": int64(0)}}, "sessionAffinityConfig"), "sessionAffinityConfig.clientIP.timeoutSeconds"},
+		{"timeoutSeconds: a day and a second", set(map[string]any{"clientIP": map[string]any{"timeoutSeconds": int64(86401)}}, "sessionAffinityConfig"), "sessionAffinityConfig.clientIP.timeoutSeconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good()
@@ -587,8 +615,109 @@ status:
 			if !slices.Contains(fields, tc.field) {
 				t.Errorf("refused for %q, want %q: %v", fields, tc.field, err)
 			}
+			t.Logf("refused: %v", err)
 		})
 	}
+
+	// A good v1alpha2 object is accepted (validated against v1alpha2's
+	// schema) but stored as v1beta1, whose schema has none of the root
+	// fields: conversion None changes only apiVersion, and pruning against
+	// the storage schema drops type, ips, ports, sessionAffinity,
+	// sessionAffinityConfig and clusters. What is left is metadata and the
+	// empty spec, in the create's answer already and in every later read,
+	// through either shape. That is why, on this CRD, objects are written
+	// through v1beta1 (the README says so).
+	created, err := v1alpha2.Create(ctx, good(), metav1.CreateOptions{FieldValidation: "Strict"})
+	if err != nil {
+		t.Fatalf("a v1alpha2 ServiceImport of the proposed shape: %v", err)
+	}
+	t.Cleanup(func() { deleteQuietly(v1alpha2, "good") })
+	back, err := v1alpha2.Get(ctx, "good", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backSpec, err := v1beta1.Get(ctx, "good", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		what string
+		obj  map[string]any
+	}{{"create's answer", created.Object}, {"read through v1alpha2", back.Object}, {"read through v1beta1", backSpec.Object}} {
+		if g := mustJSON(besideMeta(r.obj)); g != `{"spec":{}}` {
+			t.Errorf("v1alpha2 object, %s: %s, want only the empty spec (v1alpha2 is not the storage version)", r.what, g)
+		}
+	}
+
+	// With v1alpha2 the storage version, the same object reads back whole
+	// (the third port's protocol defaulted).
+	t.Run("v1alpha2 storage", func(t *testing.T) {
+		senv, err := harness.Start(harness.Options{Repo: env.Repo, CRDDirectoryPaths: []string{filepath.Join(env.Repo, "deploy", "crds-v1alpha2-storage")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := senv.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		if len(senv.CRDs) != 1 || crdStorageVersion(senv.CRDs[0]) != "v1alpha2" {
+			t.Fatalf("deploy/crds-v1alpha2-storage installed %d CRDs, want 1 with v1alpha2 the storage version", len(senv.CRDs))
+		}
+		if _, err := senv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"); err != nil {
+			t.Fatal(err)
+		}
+		sv1alpha2, sv1beta1 := version(senv, "v1alpha2"), version(senv, "v1beta1")
+		if _, err := sv1alpha2.Create(ctx, good(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+			t.Fatalf("a v1alpha2 ServiceImport of the proposed shape: %v", err)
+		}
+		back, err := sv1alpha2.Get(ctx, "good", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := good().Object
+		ports, _, _ := unstructured.NestedSlice(want, "ports")
+		ports[2].(map[string]any)["protocol"] = "TCP"
+		_ = unstructured.SetNestedSlice(want, ports, "ports")
+		for _, field := range rootFields {
+			if g, w := mustJSON(back.Object[field]), mustJSON(want[field]); g != w {
+				t.Errorf("v1alpha2 %s read back as %s, want %s", field, g, w)
+			}
+		}
+		// And the other way round: a v1beta1 object there keeps its empty
+		// spec only.
+		if _, err := sv1beta1.Create(ctx, spec(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+			t.Fatalf("a v1beta1 ServiceImport: %v", err)
+		}
+		if back, err := sv1beta1.Get(ctx, "spec-shape", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		} else if g := mustJSON(besideMeta(back.Object)); g != `{"spec":{}}` {
+			t.Errorf("v1beta1 object on v1alpha2 storage read back as %s, want {\"spec\":{}}", g)
+		}
+	})
+}
+
+// besideMeta is an object's fields but apiVersion, kind and metadata.
+func besideMeta(o map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range o {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// crdStorageVersion is the name of crd's storage version.
+func crdStorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
 }
 
 // deleteQuietly deletes an object at the end of a test, whatever happened.
