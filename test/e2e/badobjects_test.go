@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -18,12 +19,12 @@ import (
 // answer, or disturb the names that are fine.
 func TestBadEndpointSlices(t *testing.T) {
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n")
-	apply(t, `apiVersion: multicluster.x-k8s.io/v1alpha2
+	apply(t, `apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: hl, namespace: bad}
-spec: {}
-type: Headless
-ports: [{name: http, protocol: TCP, port: 80}]
+spec:
+  type: Headless
+  ports: [{name: http, protocol: TCP, port: 80}]
 `)
 	slice := func(name, svc, labels, addrType, addr string) string {
 		return `apiVersion: discovery.k8s.io/v1
@@ -68,12 +69,15 @@ endpoints:
 }
 
 // Unusable ServiceImports on the real API server. The v1alpha2 schema rejects
-// them (TestDeployServiceImportSchema), but a cluster still on the released
-// v1alpha1 CRD stores them: a control plane of its own with v1alpha1 as the
-// storage version, read with fallback v1alpha1. Each gets the behaviour the
-// README's table gives, and the good name beside them keeps answering.
+// them (TestDeployServiceImportSchema), but the spec/status shape's schema
+// (mcs-api's v1alpha1 and v1beta1) stores them: a control plane of its own
+// (they would disturb the shared one's answers) with deploy/crds' versions,
+// v1beta1 the storage version, the objects written through v1beta1 as
+// today's controllers write them and read with no options. Each gets the
+// behaviour the README's table gives, and the good name beside them keeps
+// answering.
 func TestBadServiceImports(t *testing.T) {
-	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{projectCRD(t, "v1alpha1", "v1alpha2")}})
+	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{projectCRD(t, "v1beta1", "v1alpha1", "v1alpha2")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +91,14 @@ func TestBadServiceImports(t *testing.T) {
 	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
 		t.Fatal(err)
 	}
+	siV1beta1 := schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"}
 	create := func(name string, spec map[string]any) {
 		t.Helper()
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+			"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
 			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
 		}}
-		if _, err := menv.Dynamic.Resource(siV1).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := menv.Dynamic.Resource(siV1beta1).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -109,7 +114,7 @@ func TestBadServiceImports(t *testing.T) {
 	create("noports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.6"}, "ports": []any{}})
 	create("good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.9"}, "ports": []any{port("http", 80)}})
 
-	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, "fallback v1alpha1")})
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
 	eventually(t, c, n("good.bad"), "A", want{answer: []string{a(n("good.bad"), "10.91.0.9")}})
 	for _, tc := range []struct {
 		name, qtype string

@@ -110,12 +110,13 @@ func TestKubernetesPluginOptions(t *testing.T) {
 func TestLabelsOption(t *testing.T) {
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: labelled\n")
 	for _, o := range []struct{ name, env, ip string }{{"prod", "prod", "10.80.0.1"}, {"dev", "dev", "10.80.0.2"}} {
-		apply(t, fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1alpha2
+		apply(t, fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: %s, namespace: labelled, labels: {env: %s}}
-spec: {}
-type: ClusterSetIP
-ips: [%s]
+spec:
+  type: ClusterSetIP
+  ips: [%s]
+  ports: [{name: http, protocol: TCP, port: 80}]
 `, o.name, o.env, o.ip))
 	}
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{

@@ -63,16 +63,14 @@ metadata: {name: silife}
 
 	t.Log("create a ClusterSetIP ServiceImport")
 	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
-spec: {}
-type: ClusterSetIP
-ips: [10.50.0.1]
-ports:
-- {name: http, protocol: TCP, port: 80}
-clusters:
-- cluster: c1
+spec:
+  type: ClusterSetIP
+  ips: [10.50.0.1]
+  ports:
+  - {name: http, protocol: TCP, port: 80}
 `)
 	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.1")}})
 	eventually(t, c, ns, "A", nodata())
@@ -82,17 +80,15 @@ clusters:
 
 	t.Log("update: new IPv4, an IPv6 address, another port, http moves to 8080")
 	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
-spec: {}
-type: ClusterSetIP
-ips: [10.50.0.2, "fd00:50::2"]
-ports:
-- {name: http, protocol: TCP, port: 8080}
-- {name: grpc, protocol: TCP, port: 9090}
-clusters:
-- cluster: c1
+spec:
+  type: ClusterSetIP
+  ips: [10.50.0.2, "fd00:50::2"]
+  ports:
+  - {name: http, protocol: TCP, port: 8080}
+  - {name: grpc, protocol: TCP, port: 9090}
 `)
 	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.2")}})
 	eventually(t, c, svc, "AAAA", want{answer: []string{aaaa(svc, "fd00:50::2")}})
@@ -106,16 +102,14 @@ clusters:
 
 	t.Log("update: drop a port")
 	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
-spec: {}
-type: ClusterSetIP
-ips: [10.50.0.2, "fd00:50::2"]
-ports:
-- {name: grpc, protocol: TCP, port: 9090}
-clusters:
-- cluster: c1
+spec:
+  type: ClusterSetIP
+  ips: [10.50.0.2, "fd00:50::2"]
+  ports:
+  - {name: grpc, protocol: TCP, port: 9090}
 `)
 	eventually(t, c, n("_http._tcp.api.silife"), "SRV", nxdomain())
 	eventually(t, c, svc, "SRV", want{answer: []string{srv(svc, 100, 9090, svc)}})
@@ -139,15 +133,13 @@ endpoints:
   conditions: {ready: true}
 `)
 	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
-spec: {}
-type: Headless
-ports:
-- {name: grpc, protocol: TCP, port: 9090}
-clusters:
-- cluster: c1
+spec:
+  type: Headless
+  ports:
+  - {name: grpc, protocol: TCP, port: 9090}
 `)
 	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.1.1")}})
 	eventually(t, c, svc, "AAAA", nodata())
@@ -155,7 +147,7 @@ clusters:
 
 	t.Log("delete the ServiceImport; its EndpointSlice stays")
 	remove(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
 `)
@@ -165,21 +157,21 @@ metadata: {name: api, namespace: silife}
 
 	t.Log("create it again")
 	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
-spec: {}
-type: ClusterSetIP
-ips: [10.50.0.3]
-ports:
-- {name: http, protocol: TCP, port: 80}
+spec:
+  type: ClusterSetIP
+  ips: [10.50.0.3]
+  ports:
+  - {name: http, protocol: TCP, port: 80}
 `)
 	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.3")}})
 	eventually(t, c, n("api-0.c1.api.silife"), "A", nxdomain())
 
 	t.Log("delete it again, a ClusterSetIP one this time")
 	remove(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: api, namespace: silife}
 `)
@@ -201,16 +193,13 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: epslife}
 ---
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: cache, namespace: epslife}
-spec: {}
-type: Headless
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-clusters:
-- cluster: c1.eu
-- cluster: c2
+spec:
+  type: Headless
+  ports:
+  - {name: redis, protocol: TCP, port: 6379}
 `)
 	// The service has no ready endpoint, so no name: neither it nor its
 	// namespace exists (an NXDOMAIN name has nothing below it).
@@ -355,15 +344,13 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: dup}
 ---
-apiVersion: multicluster.x-k8s.io/v1alpha2
+apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: kv, namespace: dup}
-spec: {}
-type: Headless
-ports:
-- {name: client, protocol: TCP, port: 2379}
-clusters:
-- cluster: c1
+spec:
+  type: Headless
+  ports:
+  - {name: client, protocol: TCP, port: 2379}
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice

@@ -102,13 +102,13 @@ func TestAPIOutage(t *testing.T) {
 	const ns = "outage"
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 	importYAML := func(name, ip string) string {
-		return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1alpha2
+		return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: %s, namespace: %s}
-spec: {}
-type: ClusterSetIP
-ips: [%s]
-ports: [{name: http, protocol: TCP, port: 80}]
+spec:
+  type: ClusterSetIP
+  ips: [%s]
+  ports: [{name: http, protocol: TCP, port: 80}]
 `, name, ns, ip)
 	}
 	for i := range 5 {

@@ -15,15 +15,28 @@ import (
 
 // TestPluginIdentityIsLeastPrivilege: the identity the plugin's CoreDNS runs
 // as may list and watch ServiceImports and EndpointSlices, and nothing else;
-// RBAC is really enforced.
+// RBAC is really enforced. RBAC grants a resource, not a version: the one
+// rule covers every ServiceImport version the CRD serves (v1beta1, v1alpha2
+// and v1alpha1), and the checks go through each.
 func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
 	const mcs, discovery = "multicluster.x-k8s.io", "discovery.k8s.io"
-	for _, tc := range []struct {
+	versions := []string{"v1beta1", "v1alpha2", "v1alpha1"}
+	type access struct {
 		attrs authorizationv1.ResourceAttributes
 		want  bool
-	}{
+	}
+	var perVersion []access
+	for _, v := range versions {
+		perVersion = append(perVersion,
+			access{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Version: v, Resource: "serviceimports"}, true},
+			access{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Version: v, Resource: "serviceimports", Namespace: "demo"}, true},
+			access{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Version: v, Resource: "serviceimports", Namespace: "demo", Name: "web"}, false},
+			access{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Version: v, Resource: "serviceimports", Subresource: "status", Namespace: "demo"}, false},
+		)
+	}
+	for _, tc := range append([]access{
 		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: "serviceimports"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Resource: "serviceimports"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Group: discovery, Resource: "endpointslices"}, true},
@@ -38,14 +51,15 @@ func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "namespaces"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: "serviceexports"}, false},
-	} {
+	}, perVersion...) {
 		got, err := plugin.Can(ctx, tc.attrs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != tc.want {
-			t.Errorf("%s may %s %s/%s (ns %q, name %q): %v, want %v", plugin.Name,
-				tc.attrs.Verb, tc.attrs.Group, tc.attrs.Resource, tc.attrs.Namespace, tc.attrs.Name, got, tc.want)
+			t.Errorf("%s may %s %s/%s/%s (subresource %q, ns %q, name %q): %v, want %v", plugin.Name,
+				tc.attrs.Verb, tc.attrs.Group, tc.attrs.Version, tc.attrs.Resource, tc.attrs.Subresource,
+				tc.attrs.Namespace, tc.attrs.Name, got, tc.want)
 		}
 	}
 
@@ -54,19 +68,28 @@ func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	si := schema.GroupVersionResource{Group: mcs, Version: "v1alpha2", Resource: "serviceimports"}
-	if _, err := dyn.Resource(si).Namespace("demo").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("get ServiceImport demo/web as %s: %v, want Forbidden", plugin.Name, err)
-	}
 	if _, err := plugin.Clientset.CoreV1().Services("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list Services as %s: %v, want Forbidden", plugin.Name, err)
 	}
-	list, err := dyn.Resource(si).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list ServiceImports as %s: %v", plugin.Name, err)
-	}
-	if len(list.Items) < 4 {
-		t.Errorf("list ServiceImports as %s: %d items, want testdata's 4 or more", plugin.Name, len(list.Items))
+	for _, v := range versions {
+		si := schema.GroupVersionResource{Group: mcs, Version: v, Resource: "serviceimports"}
+		if _, err := dyn.Resource(si).Namespace("demo").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("get %s ServiceImport demo/web as %s: %v, want Forbidden", v, plugin.Name, err)
+		}
+		list, err := dyn.Resource(si).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Errorf("list %s ServiceImports as %s: %v", v, plugin.Name, err)
+			continue
+		}
+		if len(list.Items) < 4 {
+			t.Errorf("list %s ServiceImports as %s: %d items, want testdata's 4 or more", v, plugin.Name, len(list.Items))
+		}
+		w, err := dyn.Resource(si).Namespace("demo").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Errorf("watch %s ServiceImports in demo as %s: %v", v, plugin.Name, err)
+			continue
+		}
+		w.Stop()
 	}
 	if _, err := plugin.Clientset.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("list EndpointSlices as %s: %v", plugin.Name, err)

@@ -193,8 +193,8 @@ func digCommands(port int, objs []*unstructured.Unstructured) string {
 			nsSeen = true
 			add(si.GetNamespace()+".svc."+zone, "A", "a namespace: NODATA")
 		}
-		typ, _, _ := unstructured.NestedString(si.Object, "type")
-		ips, _, _ := unstructured.NestedStringSlice(si.Object, "ips")
+		typ, _, _ := unstructured.NestedString(si.Object, importPath(si, "type")...)
+		ips, _, _ := unstructured.NestedStringSlice(si.Object, importPath(si, "ips")...)
 		if typ == "Headless" {
 			if once("headless") {
 				add(svc, "A", "headless: ready endpoints of every cluster, no plain EndpointSlice's")
@@ -251,9 +251,18 @@ func digCommands(port int, objs []*unstructured.Unstructured) string {
 	return b.String()
 }
 
+// importPath is where a ServiceImport keeps field: under spec in the
+// v1beta1 and v1alpha1 shape, at the object root in v1alpha2's.
+func importPath(si *unstructured.Unstructured, field string) []string {
+	if si.GroupVersionKind().Version == "v1alpha2" {
+		return []string{field}
+	}
+	return []string{"spec", field}
+}
+
 // namedPort is the SRV label pair of the first named port: _name._proto.
 func namedPort(si *unstructured.Unstructured) string {
-	ports, _, _ := unstructured.NestedSlice(si.Object, "ports")
+	ports, _, _ := unstructured.NestedSlice(si.Object, importPath(si, "ports")...)
 	for _, p := range ports {
 		m, _ := p.(map[string]any)
 		name, _ := m["name"].(string)
