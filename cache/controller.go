@@ -80,6 +80,9 @@ type Controller struct {
 	views   []*view // the synced views of the shapes, in shape order
 
 	discoErr bool              // the last discovery failed (logged once)
+	servedAt time.Time         // when discovery was last asked
+	lastSeen map[string]bool   // what it said last, by version; nil until it answers
+	retired  []*view           // views replaced or stopped, waited for when Run ends
 	unread   map[string]bool   // versions served but read by no view; nil before the first discovery
 	noCRD    bool              // no version is served (logged once)
 	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
@@ -338,15 +341,13 @@ func (c *Controller) Run(ctx context.Context) {
 		<-slicesDone
 		c.viewsMu.Lock()
 		for _, sh := range c.shapes {
-			for _, v := range []*view{sh.active, sh.starting} {
-				if v != nil {
-					v.stop()
-					<-v.done
-				}
-			}
+			c.retire(sh.active, sh.starting)
 			sh.active, sh.starting = nil, nil
 		}
-		c.views = nil
+		for _, v := range c.retired {
+			<-v.done
+		}
+		c.views, c.retired = nil, nil
 		c.viewsMu.Unlock()
 	}()
 	for {
@@ -382,22 +383,10 @@ func (c *Controller) Run(ctx context.Context) {
 // has synced. It returns true when it knows what is served and every started
 // view answers.
 func (c *Controller) reconcile(ctx context.Context) bool {
-	served := map[string]bool{}
-	for _, v := range Versions {
-		ok, err := c.served(ctx, v)
-		if err != nil {
-			if !c.discoErr {
-				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
-			}
-			c.discoErr = true
-			return false
-		}
-		served[v] = ok
+	served := c.discover(ctx)
+	if served == nil {
+		return false
 	}
-	if c.discoErr {
-		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
-	}
-	c.discoErr = false
 
 	changed, complete := false, true
 	read := map[string]bool{} // shapes that have a version to read them through
@@ -412,12 +401,12 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		}
 		read[sh.name] = want != ""
 		if sh.starting != nil && sh.starting.version != want {
-			sh.starting.stop()
+			c.retire(sh.starting)
 			sh.starting = nil
 		}
 		switch {
 		case want == "" && sh.active != nil:
-			sh.active.stop()
+			c.retire(sh.active)
 			c.logf("ServiceImport %s is no longer served: stopped watching it", sh.active.version)
 			sh.active, changed = nil, true
 		case want == "" || (sh.active != nil && sh.active.version == want):
@@ -429,12 +418,15 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 				c.logf("ServiceImport %s is served: watching it in place of %s, which has the same schema", want, sh.active.version)
 			}
 		}
-		if sh.starting != nil && sh.starting.informer.HasSynced() {
+		// The new view takes over once it has synced and seen at least what
+		// the old one has, so that no answer goes back to older data.
+		if v := sh.starting; v != nil && v.informer.HasSynced() &&
+			(sh.active == nil || !newer(sh.active.informer.LastSyncResourceVersion(), v.informer.LastSyncResourceVersion())) {
 			if old := sh.active; old != nil {
-				old.stop()
+				c.retire(old)
 				c.logf("ServiceImport %s: now read through %s; stopped watching %s", old.version, want, old.version)
 			}
-			sh.active, sh.starting, changed = sh.starting, nil, true
+			sh.active, sh.starting, changed = v, nil, true
 		}
 		complete = complete && sh.starting == nil
 	}
@@ -453,6 +445,46 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		c.enqueueAll()
 	}
 	return complete
+}
+
+// discover returns which versions the API server serves. It asks discovery
+// at most once every c.every and answers from the last reply in between; nil
+// while it has no answer yet or the last question failed.
+func (c *Controller) discover(ctx context.Context) map[string]bool {
+	if time.Since(c.servedAt) < c.every && (c.lastSeen != nil || c.discoErr) {
+		if c.discoErr {
+			return nil
+		}
+		return c.lastSeen
+	}
+	c.servedAt = time.Now()
+	served := map[string]bool{}
+	for _, v := range Versions {
+		ok, err := c.served(ctx, v)
+		if err != nil {
+			if !c.discoErr {
+				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
+			}
+			c.discoErr = true
+			return nil
+		}
+		served[v] = ok
+	}
+	if c.discoErr {
+		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
+	}
+	c.discoErr, c.lastSeen = false, served
+	return served
+}
+
+// retire stops views; Run waits for them when it ends.
+func (c *Controller) retire(views ...*view) {
+	for _, v := range views {
+		if v != nil {
+			v.stop()
+			c.retired = append(c.retired, v)
+		}
+	}
 }
 
 func (c *Controller) startView(ctx context.Context, sh *shape, version string) *view {
@@ -477,11 +509,14 @@ func (c *Controller) noteServed(served, read map[string]bool) {
 			continue
 		}
 		c.unread[v] = unread
-		if unread {
-			c.cfg.Log.Warningf("ServiceImport %s is served, but this configuration does not read it, so its services have no answers: "+
-				"add %q to the multicluster block to answer from it", v, readOption[v])
-		} else if !first {
-			c.logf("ServiceImport %s: no longer served without being read", v)
+		switch {
+		case unread:
+			c.cfg.Log.Warningf("ServiceImport %s is served, but this configuration does not read it, so what is stored in its shape "+
+				"has no answers: add %q to the multicluster block to answer from it", v, readOption[v])
+		case !first && served[v]:
+			c.logf("ServiceImport %s: its shape is now read", v)
+		case !first:
+			c.logf("ServiceImport %s is no longer served", v)
 		}
 		if c.cfg.OnUnread != nil {
 			c.cfg.OnUnread(v, unread)
@@ -652,6 +687,9 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 			c.report("ServiceImport", ns, name, []string{ReasonDataLost})
 		} else if best != nil || len(present) == 0 {
 			delete(c.lost, k)
+		}
+		if prev != nil && best != nil && newer(prev.ResourceVersion, best.ResourceVersion) {
+			return prev.Import // the views went back in time (one replaced another): keep the newer answer
 		}
 		return best
 	}

@@ -2,13 +2,17 @@ package cache
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // beta is v1's object written through v1beta1, the same schema.
@@ -177,4 +181,36 @@ func TestControllerLogsMissingCRD(t *testing.T) {
 	}
 	e.serve(V1beta1)
 	e.wantViews("[v1beta1]")
+}
+
+// When one view replaces another, the new one may not have seen the newest
+// write yet: the answer never goes back to older data.
+func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
+	c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), kubefake.NewClientset(),
+		Config{Zones: []string{"clusterset.local."}, TTL: 5})
+	old, next := c.newView(c.shapes[1], V1alpha1), c.newView(c.shapes[1], V1beta1)
+	im := func(version, rv, ip string) *Import {
+		return &Import{Meta: Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, Version: version, HasData: true,
+			IPs: []netip.Addr{netip.MustParseAddr(ip)}}
+	}
+	if err := old.informer.GetStore().Add(im(V1alpha1, "6", "10.0.0.6")); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.informer.GetStore().Add(im(V1beta1, "5", "10.0.0.5")); err != nil {
+		t.Fatal(err)
+	}
+	c.views = []*view{old}
+	c.sync("web.demo")
+	c.views = []*view{next} // the v1beta1 view, a write behind
+	c.sync("web.demo")
+	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.6]" {
+		t.Fatalf("answer %v, want the newer 10.0.0.6", s)
+	}
+	if err := next.informer.GetStore().Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
+		t.Fatal(err)
+	}
+	c.sync("web.demo")
+	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.7]" || s.Version != V1beta1 {
+		t.Fatalf("answer %v, want 10.0.0.7 from v1beta1", s)
+	}
 }
