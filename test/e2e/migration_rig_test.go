@@ -1,0 +1,710 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// What the migration tests between the shapes share: the CRDs, a control
+// plane and a CoreDNS of each test's own (so that the tests run side by
+// side), a prober of every name, and the steps of a migration.
+
+const migSIName = "serviceimports.multicluster.x-k8s.io"
+
+// migSI is the ServiceImport resource in a version.
+func migSI(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: version, Resource: "serviceimports"}
+}
+
+// migUpstreamCRD is sigs.k8s.io/mcs-api v0.5.2's ServiceImport CRD exactly as
+// released: v1alpha1 served, v1beta1 served and the storage version.
+func migUpstreamCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(mcscrd.ServiceImportCRD, crd); err != nil {
+		t.Fatalf("mcs-api's ServiceImport CRD: %v", err)
+	}
+	if got := migVersionNames(crd); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) || migStorage(crd) != "v1beta1" {
+		t.Fatalf("mcs-api's ServiceImport CRD serves %v with storage %s, want [v1alpha1 v1beta1] with storage v1beta1", got, migStorage(crd))
+	}
+	return crd
+}
+
+// migUpstreamV1alpha1Only is upstream's CRD reduced to its v1alpha1 version,
+// served and stored: what mcs-api releases before v0.5 installed.
+func migUpstreamV1alpha1Only(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := migUpstreamCRD(t)
+	crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return v.Name != "v1alpha1"
+	})
+	crd.Spec.Versions[0].Served, crd.Spec.Versions[0].Storage = true, true
+	return crd
+}
+
+// migReadCRD reads the ServiceImport CRD of <repo>/<dir>.
+func migReadCRD(t testing.TB, dir string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	repo, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(repo, dir, "multicluster.x-k8s.io_serviceimports.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return crd
+}
+
+// migShippedCRD is deploy/crds' ServiceImport CRD: upstream's (v1alpha1,
+// v1beta1 as storage) plus v1alpha2, served and not storage.
+func migShippedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := migReadCRD(t, "deploy/crds")
+	migCheckVersions(t, "deploy/crds", crd, "v1beta1")
+	return crd
+}
+
+// migV1alpha2StorageCRD is deploy/crds-v1alpha2-storage's ServiceImport CRD:
+// the same versions as deploy/crds, v1alpha2 the storage version.
+func migV1alpha2StorageCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := migReadCRD(t, "deploy/crds-v1alpha2-storage")
+	migCheckVersions(t, "deploy/crds-v1alpha2-storage", crd, "v1alpha2")
+	return crd
+}
+
+// migCheckVersions fails the test unless crd serves upstream's versions, with
+// upstream's schemas, and v1alpha2, and stores storage.
+func migCheckVersions(t testing.TB, what string, crd *apiextensionsv1.CustomResourceDefinition, storage string) {
+	t.Helper()
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			served = append(served, v.Name)
+		}
+	}
+	slices.Sort(served)
+	if !slices.Equal(served, []string{"v1alpha1", "v1alpha2", "v1beta1"}) || migStorage(crd) != storage {
+		t.Fatalf("%s serves %v with storage %s, want [v1alpha1 v1alpha2 v1beta1] with storage %s", what, served, migStorage(crd), storage)
+	}
+	for _, up := range migUpstreamCRD(t).Spec.Versions {
+		ours := migVersion(crd, up.Name)
+		if ours == nil || !migEqualJSON(t, ours.Schema, up.Schema) {
+			t.Fatalf("%s: version %s's schema differs from mcs-api v0.5.2's", what, up.Name)
+		}
+	}
+}
+
+func migEqualJSON(t testing.TB, a, b any) bool {
+	t.Helper()
+	ja, err := yaml.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := yaml.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ja) == string(jb)
+}
+
+func migVersionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var names []string
+	for _, v := range crd.Spec.Versions {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+func migVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *apiextensionsv1.CustomResourceDefinitionVersion {
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == name {
+			return &crd.Spec.Versions[i]
+		}
+	}
+	return nil
+}
+
+func migStorage(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// migPorts are the ports of every ServiceImport of these tests.
+func migPorts(typ string) []any {
+	if typ == "Headless" {
+		return []any{map[string]any{"name": "pg", "protocol": "TCP", "port": int64(5432)}}
+	}
+	return []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}
+}
+
+// migImport is a ServiceImport in the spec/status shape (v1alpha1, v1beta1).
+func migImport(version, ns, name, typ string, ips ...string) *unstructured.Unstructured {
+	spec := map[string]any{"type": typ, "ports": migPorts(typ)}
+	if len(ips) > 0 {
+		spec["ips"] = migAny(ips)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/" + version, "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     spec,
+	}}
+}
+
+func migAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// migEndpoint is one endpoint of a headless service's EndpointSlice.
+type migEndpoint struct {
+	ip, hostname string
+	ready        bool
+}
+
+// migSlice is a multi-cluster EndpointSlice of service name, from cluster.
+func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + cluster, Labels: map[string]string{
+			"multicluster.kubernetes.io/service-name":   name,
+			"multicluster.kubernetes.io/source-cluster": cluster,
+			"endpointslice.kubernetes.io/managed-by":    "mcs-controller.example.com",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},
+	}
+	for _, e := range eps {
+		ep := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(e.ready)}}
+		if e.hostname != "" {
+			ep.Hostname = ptr.To(e.hostname)
+		}
+		es.Endpoints = append(es.Endpoints, ep)
+	}
+	return es
+}
+
+// migProber asks CoreDNS for every name's A records, over and over, and
+// counts answers that are not exactly the expected set of addresses; like
+// prober, for headless names (several addresses) as well.
+type migProber struct {
+	addr    string
+	mu      sync.Mutex
+	want    map[string][]string // name -> the A addresses expected, sorted
+	total   atomic.Int64
+	failed  atomic.Int64
+	samples []string
+}
+
+func (p *migProber) expect(name string, ips ...string) {
+	ips = slices.Clone(ips)
+	slices.Sort(ips)
+	p.mu.Lock()
+	p.want[name] = ips
+	p.mu.Unlock()
+}
+
+// forget stops checking name, while a change to it is in flight.
+func (p *migProber) forget(name string) {
+	p.mu.Lock()
+	delete(p.want, name)
+	p.mu.Unlock()
+}
+
+func (p *migProber) run(ctx context.Context) {
+	c := &dns.Client{Timeout: 2 * time.Second}
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		names := make([]string, 0, len(p.want))
+		for n := range p.want {
+			names = append(names, n)
+		}
+		p.mu.Unlock()
+		slices.Sort(names)
+		for _, name := range names {
+			if ctx.Err() != nil {
+				return
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			r, _, err := c.Exchange(m, p.addr)
+			p.mu.Lock()
+			want, ok := p.want[name]
+			p.mu.Unlock()
+			if !ok {
+				continue
+			}
+			p.total.Add(1)
+			var got []string
+			if err == nil && r.Rcode == dns.RcodeSuccess {
+				for _, rr := range r.Answer {
+					if a, ok := rr.(*dns.A); ok {
+						got = append(got, a.A.String())
+					}
+				}
+				slices.Sort(got)
+			}
+			if err != nil || r.Rcode != dns.RcodeSuccess || len(got) != len(r.Answer) || !slices.Equal(got, want) {
+				p.failed.Add(1)
+				p.mu.Lock()
+				if len(p.samples) < 10 {
+					what := fmt.Sprint(err)
+					if r != nil {
+						what = fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], r.Answer)
+					}
+					p.samples = append(p.samples, fmt.Sprintf("%s %s: want %v, got %s", time.Now().Format("15:04:05.000"), name, want, what))
+				}
+				p.mu.Unlock()
+			}
+		}
+	}
+}
+
+// migRig is one migration test's control plane, CoreDNS and prober.
+type migRig struct {
+	t     *testing.T
+	label string // names the migration in the lines the closing note quotes
+	env   *harness.Env
+	ext   apiextensions.Interface
+	ctx   context.Context
+	ns    string
+
+	dns        *harness.CoreDNS
+	metricsURL string
+	p          *migProber
+	stopProbe  context.CancelFunc
+	probeDone  chan struct{}
+	probeStart time.Time
+	reported   bool
+	crdChanged time.Time // when the CRD was last written
+}
+
+// migStart starts a control plane of the test's own with crd installed and
+// creates namespace ns in it.
+func migStart(t *testing.T, label, ns string, crd *apiextensionsv1.CustomResourceDefinition) *migRig {
+	t.Helper()
+	start := time.Now()
+	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = menv.Stop() })
+	ctx, cancel := harness.Context(5 * time.Minute)
+	t.Cleanup(cancel)
+	r := &migRig{t: t, label: label, env: menv, ext: apiextensions.NewForConfigOrDie(menv.Config), ctx: ctx, ns: ns}
+	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("migration: %s: control plane up in %.1fs", label, time.Since(start).Seconds())
+	return r
+}
+
+// create creates a ServiceImport.
+func (r *migRig) create(u *unstructured.Unstructured) {
+	r.t.Helper()
+	gvr := migSI(strings.TrimPrefix(u.GetAPIVersion(), "multicluster.x-k8s.io/"))
+	if _, err := r.env.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Create(r.ctx, u, metav1.CreateOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// createSlice creates an EndpointSlice.
+func (r *migRig) createSlice(es *discoveryv1.EndpointSlice) {
+	r.t.Helper()
+	if _, err := r.env.Clientset.DiscoveryV1().EndpointSlices(es.Namespace).Create(r.ctx, es, metav1.CreateOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// runCoreDNS starts CoreDNS with the multicluster plugin (as the plugin's
+// least-privilege identity) and the prometheus plugin.
+func (r *migRig) runCoreDNS(options ...string) {
+	r.t.Helper()
+	id, err := r.env.PluginIdentity(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	promPort, err := harness.FreeTCPPort()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)
+	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
+		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, options...),
+	})
+	r.p = &migProber{addr: r.dns.Addr(), want: map[string][]string{}}
+}
+
+// answers waits until name answers exactly ips to dig, then has the prober
+// check it too.
+func (r *migRig) answers(name string, ips ...string) {
+	r.t.Helper()
+	var rrs []string
+	for _, ip := range ips {
+		rrs = append(rrs, a(name, ip))
+	}
+	eventually(r.t, r.dns, name, "A", want{answer: rrs})
+	r.p.expect(name, ips...)
+}
+
+// gauge reads coredns_multicluster_<name>{version}; a version the plugin
+// never set is 0.
+func (r *migRig) gauge(name, version string) (float64, error) {
+	v, err := scrape(r.metricsURL, fmt.Sprintf(`coredns_multicluster_%s{version=%q}`, name, version))
+	if err != nil && strings.Contains(err.Error(), "not among the metrics") {
+		return 0, nil
+	}
+	return v, err
+}
+
+// wantImports waits until coredns_multicluster_serviceimports is counts,
+// version by version, and logs them. In every set-up of these tests each
+// version served is read, or its shape is read through another, so
+// coredns_multicluster_unread_versions must stay 0 for each.
+func (r *migRig) wantImports(counts map[string]float64) {
+	r.t.Helper()
+	versions := make([]string, 0, len(counts))
+	for v := range counts {
+		versions = append(versions, v)
+	}
+	slices.Sort(versions)
+	harness.Eventually(r.t, 20*time.Second, func() error {
+		var errs []error
+		for _, v := range versions {
+			got, err := r.gauge("serviceimports", v)
+			if err != nil {
+				return err
+			}
+			if got != counts[v] {
+				errs = append(errs, fmt.Errorf("serviceimports{version=%q} = %v, want %v", v, got, counts[v]))
+			}
+			if got, err := r.gauge("unread_versions", v); err != nil || got != 0 {
+				errs = append(errs, fmt.Errorf("unread_versions{version=%q} = %v (%v), want 0", v, got, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	var parts []string
+	for _, v := range versions {
+		parts = append(parts, fmt.Sprintf("%s=%v", v, counts[v]))
+	}
+	r.logf("coredns_multicluster_serviceimports %s", strings.Join(parts, " "))
+}
+
+// logf logs a line of the migration, with the time since the probe started,
+// to the test log and to stdout (which the closing note quotes).
+func (r *migRig) logf(format string, args ...any) {
+	r.t.Helper()
+	at := ""
+	if !r.probeStart.IsZero() {
+		at = fmt.Sprintf(" [%.1fs]", time.Since(r.probeStart).Seconds())
+	}
+	line := fmt.Sprintf("migration: %s%s: %s", r.label, at, fmt.Sprintf(format, args...))
+	r.t.Log(line)
+	fmt.Println(line)
+}
+
+// probe starts querying every expected name continuously.
+func (r *migRig) probe() {
+	pctx, stop := context.WithCancel(r.ctx)
+	r.stopProbe, r.probeDone, r.probeStart = stop, make(chan struct{}), time.Now()
+	go func() { defer close(r.probeDone); r.p.run(pctx) }()
+	r.t.Cleanup(func() {
+		if !r.reported {
+			r.report()
+		}
+	})
+}
+
+// settle keeps the probe querying long enough for the plugin's discovery
+// (every 2s) to act on a change, so the probe covers the transition.
+func (r *migRig) settle(what string) {
+	r.t.Helper()
+	r.logf("%s", what)
+	time.Sleep(3 * time.Second)
+}
+
+// report stops the probe and fails the test on any failed lookup.
+func (r *migRig) report() {
+	r.t.Helper()
+	r.reported = true
+	r.stopProbe()
+	<-r.probeDone
+	total, failed := r.p.total.Load(), r.p.failed.Load()
+	r.logf("%d lookups during the migration, %d failed, in %.1fs", total, failed, time.Since(r.probeStart).Seconds())
+	for _, s := range r.p.samples {
+		r.t.Error(s)
+	}
+	if failed > 0 {
+		r.t.Errorf("%d of %d lookups failed", failed, total)
+	}
+	if total < 100 {
+		r.t.Errorf("only %d lookups: the probe did not run", total)
+	}
+}
+
+// checkLog fails the test when CoreDNS panicked, and logs what the plugin
+// logged beyond queries.
+func (r *migRig) checkLog() {
+	r.t.Helper()
+	out := r.dns.Output()
+	if strings.Contains(out, "panic") {
+		r.t.Error("CoreDNS panicked")
+	}
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "[ERROR]") || strings.Contains(line, "[WARNING]") || strings.Contains(line, "plugin/multicluster") {
+			r.t.Logf("CoreDNS: %s", strings.TrimSpace(line))
+		}
+	}
+}
+
+// crd reads the ServiceImport CRD.
+func (r *migRig) crd() *apiextensionsv1.CustomResourceDefinition {
+	r.t.Helper()
+	crd, err := r.ext.ApiextensionsV1().CustomResourceDefinitions().Get(r.ctx, migSIName, metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return crd
+}
+
+// updateCRD changes the ServiceImport CRD's spec with change.
+func (r *migRig) updateCRD(change func(*apiextensionsv1.CustomResourceDefinition)) {
+	r.t.Helper()
+	crds := r.ext.ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(r.ctx, migSIName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(crd)
+		_, err = crds.Update(r.ctx, crd, metav1.UpdateOptions{})
+		r.crdChanged = time.Now()
+		return err
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// installCRD replaces the ServiceImport CRD's spec and labels with crd's.
+func (r *migRig) installCRD(crd *apiextensionsv1.CustomResourceDefinition) {
+	r.t.Helper()
+	r.updateCRD(func(c *apiextensionsv1.CustomResourceDefinition) {
+		c.Labels = crd.Labels
+		c.Annotations = crd.Annotations
+		c.Spec = crd.Spec
+	})
+}
+
+// storedVersions sets the CRD's status.storedVersions.
+func (r *migRig) storedVersions(versions ...string) {
+	r.t.Helper()
+	crds := r.ext.ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(r.ctx, migSIName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		crd.Status.StoredVersions = versions
+		_, err = crds.UpdateStatus(r.ctx, crd, metav1.UpdateOptions{})
+		r.crdChanged = time.Now()
+		return err
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitServed waits until version is served, or is not.
+func (r *migRig) waitServed(version string, served bool) {
+	r.t.Helper()
+	harness.Eventually(r.t, 30*time.Second, func() error {
+		_, err := r.env.Dynamic.Resource(migSI(version)).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
+		switch {
+		case served && err != nil:
+			return err
+		case !served && err == nil:
+			return fmt.Errorf("%s still served", version)
+		case !served && !apierrors.IsNotFound(err):
+			return fmt.Errorf("listing through %s: %v, want NotFound", version, err)
+		}
+		return nil
+	})
+}
+
+// rewrite reads every named ServiceImport through version and writes it
+// back, changed by change, spread over the probe. The write must store it
+// anew (a new resourceVersion), as a storage migration does.
+func (r *migRig) rewrite(version string, names []string, change func(u *unstructured.Unstructured)) {
+	r.t.Helper()
+	ri := r.env.Dynamic.Resource(migSI(version)).Namespace(r.ns)
+	for _, name := range names {
+		u, err := ri.Get(r.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		before := u.GetResourceVersion()
+		change(u)
+		w, err := ri.Update(r.ctx, u, metav1.UpdateOptions{})
+		if err != nil {
+			r.t.Fatalf("rewriting %s through %s: %v", name, version, err)
+		}
+		if w.GetResourceVersion() == before {
+			r.t.Fatalf("rewriting %s through %s stored nothing (resourceVersion %s unchanged)", name, version, before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// changeSeen changes ServiceImport name through version with change and
+// returns how long until its name answered ip, and how long the API server
+// took to accept the write.
+func (r *migRig) changeSeen(version, name, ip string, change func(u *unstructured.Unstructured)) (seen, accepted time.Duration) {
+	r.t.Helper()
+	ri := r.env.Dynamic.Resource(migSI(version)).Namespace(r.ns)
+	u, err := ri.Get(r.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	change(u)
+	dnsName := name + "." + r.ns + ".svc.clusterset.local."
+	r.p.forget(dnsName) // while the write is in flight either answer is right
+	written := time.Now()
+	if _, err := ri.Update(r.ctx, u, metav1.UpdateOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+	accepted = time.Since(written)
+	harness.Eventually(r.t, 15*time.Second, func() error {
+		res, err := r.dns.Dig(dnsName, "A")
+		if err != nil {
+			return err
+		}
+		if err := (want{answer: []string{a(dnsName, ip)}}).check(res, defaultTTL); err != nil {
+			return err
+		}
+		seen = time.Since(written)
+		return nil
+	})
+	r.p.expect(dnsName, ip)
+	return seen, accepted
+}
+
+// updatesAfter changes svc1, then svc0, through version with setIP, once
+// the migration is over. The first change after the CRD's last change may
+// wait for the plugin's watch to recover: the API server ends every watch of
+// the resource about a second after a CRD update, resuming one fails with
+// "too old resource version", and client-go's reflector relists only after
+// its backoff (800ms, doubled on each failure within 2 minutes, with
+// jitter). Its time is logged. The second change must show within 2
+// seconds.
+func (r *migRig) updatesAfter(version string, setIP func(u *unstructured.Unstructured, ip string)) {
+	r.t.Helper()
+	sinceCRD := time.Since(r.crdChanged)
+	seen, accepted := r.changeSeen(version, "svc1", migIP(1, 1), func(u *unstructured.Unstructured) { setIP(u, migIP(1, 1)) })
+	r.logf("the first update after the migration (%.1fs after the CRD's last change) answered in %.2fs (the API server took %.2fs to accept it)",
+		sinceCRD.Seconds(), seen.Seconds(), accepted.Seconds())
+	time.Sleep(500 * time.Millisecond)
+	seen, accepted = r.changeSeen(version, "svc0", migIP(0, 1), func(u *unstructured.Unstructured) { setIP(u, migIP(0, 1)) })
+	r.logf("the update after the migration answered in %.2fs (the API server took %.2fs to accept it)", seen.Seconds(), accepted.Seconds())
+	if seen > 2*time.Second {
+		r.t.Errorf("update took %v to show, want at most 2s", seen)
+	}
+	r.settle("svc1 and svc0 updated through " + version)
+}
+
+// digAll checks every name the prober expects with dig.
+func (r *migRig) digAll() {
+	r.t.Helper()
+	r.p.mu.Lock()
+	wants := make(map[string][]string, len(r.p.want))
+	for k, v := range r.p.want {
+		wants[k] = v
+	}
+	r.p.mu.Unlock()
+	for name, ips := range wants {
+		var rrs []string
+		for _, ip := range ips {
+			rrs = append(rrs, a(name, ip))
+		}
+		expect(r.t, r.dns, defaultTTL, name, "A", want{answer: rrs})
+	}
+}
+
+// The ServiceImports of a migration test: migCount ClusterSetIP services
+// svc<i> and the headless service db with endpoints in two clusters.
+const migCount = 10
+
+func migIP(i, gen int) string { return fmt.Sprintf("10.%d.0.%d", 70+gen, i+1) }
+
+func migNames() []string {
+	names := []string{"db"}
+	for i := range migCount {
+		names = append(names, fmt.Sprintf("svc%d", i))
+	}
+	return names
+}
+
+// populate creates the ServiceImports through version (spec/status
+// shape) and db's EndpointSlices, waits until CoreDNS answers every name
+// and has the prober check them.
+func (r *migRig) populate(version string) {
+	r.t.Helper()
+	for i := range migCount {
+		r.create(migImport(version, r.ns, fmt.Sprintf("svc%d", i), "ClusterSetIP", migIP(i, 0)))
+	}
+	r.create(migImport(version, r.ns, "db", "Headless"))
+	r.createSlice(migSlice(r.ns, "db", "west",
+		migEndpoint{ip: "10.1.0.11", hostname: "db-0", ready: true},
+		migEndpoint{ip: "10.1.0.12", ready: true},
+		migEndpoint{ip: "10.1.0.13", hostname: "db-2", ready: false}))
+	r.createSlice(migSlice(r.ns, "db", "east",
+		migEndpoint{ip: "10.2.0.21", hostname: "db-0", ready: true}))
+}
+
+// expectAll waits for every name of populate to answer.
+func (r *migRig) expectAll() {
+	r.t.Helper()
+	for i := range migCount {
+		r.answers(fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, r.ns), migIP(i, 0))
+	}
+	r.answers("db."+r.ns+".svc.clusterset.local.", "10.1.0.11", "10.1.0.12", "10.2.0.21")
+	r.answers("db-0.west.db."+r.ns+".svc.clusterset.local.", "10.1.0.11")
+	r.answers("db-0.east.db."+r.ns+".svc.clusterset.local.", "10.2.0.21")
+}

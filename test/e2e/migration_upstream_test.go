@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestMigrationUpstream walks a ClusterSet along upstream's own migration
+// (mcs-api v0.4 to v0.5), on a control plane of its own, under continuous
+// queries, with `fallback v1alpha1`: a v1alpha1-only CRD; mcs-api v0.5.2's CRD
+// as released (v1beta1 the storage version); every object rewritten through
+// v1beta1; storedVersions down to v1beta1; v1alpha1 no longer served; then an
+// object updated. Not one lookup may fail.
+func TestMigrationUpstream(t *testing.T) {
+	t.Parallel()
+	r := migStart(t, "upstream v1alpha1 to v1beta1", "upstream", migUpstreamV1alpha1Only(t))
+	r.populate("v1alpha1")
+	r.runCoreDNS("fallback v1alpha1")
+	r.expectAll()
+	n := float64(migCount + 1)
+	r.wantImports(map[string]float64{"v1alpha1": n, "v1beta1": 0, "v1alpha2": 0})
+
+	r.probe()
+	r.settle("v1alpha1 only, objects written through v1alpha1")
+
+	// mcs-api v0.5.2's CRD, exactly as released: v1beta1 served and the
+	// storage version, v1alpha1 still served. The plugin moves its watch of
+	// the spec/status shape to v1beta1.
+	upstream := migUpstreamCRD(t)
+	r.installCRD(upstream)
+	r.waitServed("v1beta1", true)
+	r.settle("mcs-api v0.5.2's CRD installed")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+
+	// Every object is rewritten through v1beta1, as a storage version
+	// migration does: read and written back unchanged.
+	r.rewrite("v1beta1", migNames(), func(*unstructured.Unstructured) {})
+	r.settle("every object rewritten through v1beta1")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+
+	// v1alpha1 leaves storedVersions, then the CRD.
+	r.storedVersions("v1beta1")
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(upstream, "v1beta1")}
+	})
+	r.waitServed("v1alpha1", false)
+	r.settle("v1alpha1 dropped from storedVersions and from the CRD")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	if got := r.crd().Status.StoredVersions; len(got) != 1 || got[0] != "v1beta1" {
+		t.Errorf("storedVersions %v, want [v1beta1]", got)
+	}
+
+	// Updates after the migration show, the second within 2 seconds.
+	r.updatesAfter("v1beta1", func(u *unstructured.Unstructured, ip string) {
+		u.Object["spec"].(map[string]any)["ips"] = []any{ip}
+	})
+	r.report()
+
+	r.digAll()
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	r.checkLog()
+}

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestMigrationV1beta1ToV1alpha2 walks a ClusterSet from upstream's v1beta1
+// to our root-shape v1alpha2, on a control plane of its own, under continuous
+// queries, with no options: deploy/crds (v1beta1 the storage version,
+// v1alpha2 served); deploy/crds-v1alpha2-storage (v1alpha2 the storage
+// version); every object rewritten through v1alpha2 with its fields at the
+// root; storedVersions down to v1alpha2; v1beta1 and v1alpha1 no longer
+// served; then an object updated. Not one lookup may fail.
+func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
+	t.Parallel()
+	r := migStart(t, "v1beta1 to v1alpha2", "tov1alpha2", migShippedCRD(t))
+	r.populate("v1beta1")
+	r.runCoreDNS()
+	r.expectAll()
+	n := float64(migCount + 1)
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+
+	r.probe()
+	r.settle("deploy/crds, objects written through v1beta1")
+
+	// v1alpha2 becomes the storage version; the objects stay as stored.
+	r.installCRD(migV1alpha2StorageCRD(t))
+	if s := migStorage(r.crd()); s != "v1alpha2" {
+		t.Fatalf("storage version %s after installing deploy/crds-v1alpha2-storage, want v1alpha2", s)
+	}
+	r.settle("v1alpha2 the storage version")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+
+	// Every object is rewritten through v1alpha2: read (pruned to an empty
+	// spec), its fields set at the root, written back.
+	r.rewrite("v1alpha2", migNames(), func(u *unstructured.Unstructured) {
+		if _, ok := u.Object["type"]; ok {
+			t.Fatalf("%s read through v1alpha2 has root fields before the rewrite: %v", u.GetName(), u.Object)
+		}
+		if strings.HasPrefix(u.GetName(), "svc") {
+			var i int
+			if _, err := fmt.Sscanf(u.GetName(), "svc%d", &i); err != nil {
+				t.Fatal(err)
+			}
+			u.Object["type"] = "ClusterSetIP"
+			u.Object["ips"] = []any{migIP(i, 0)}
+			u.Object["ports"] = migPorts("ClusterSetIP")
+		} else {
+			u.Object["type"] = "Headless"
+			u.Object["ports"] = migPorts("Headless")
+		}
+	})
+	r.settle("every object rewritten through v1alpha2")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+
+	// v1beta1 leaves storedVersions; v1beta1 and v1alpha1 leave the CRD.
+	r.storedVersions("v1alpha2")
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, "v1alpha2")}
+	})
+	r.waitServed("v1beta1", false)
+	r.waitServed("v1alpha1", false)
+	r.settle("v1beta1 and v1alpha1 dropped from storedVersions and from the CRD")
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+
+	// Updates after the migration show, the second within 2 seconds.
+	r.updatesAfter("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
+	r.report()
+
+	r.digAll()
+	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+	r.checkLog()
+}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// What the plugin watches and answers, with and without fallback v1alpha1,
+// for each CRD a cluster holds today (the README's table "Which versions are
+// read"), on control planes of their own.
+func TestServedVersions(t *testing.T) {
+	t.Run("mcs-api v0.5.2 CRD: one watch per shape", func(t *testing.T) {
+		t.Parallel()
+		r := migStart(t, "mcs-api CRD", "versions", migUpstreamCRD(t))
+		r.create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.1"))
+		r.runCoreDNS()
+		withFallback := r.extraCoreDNS("fallback v1alpha1")
+		name := "web.versions.svc.clusterset.local."
+		r.answers(name, "10.71.0.1")
+		eventually(t, withFallback, name, "A", want{answer: []string{a(name, "10.71.0.1")}})
+		verWantMetric(t, r.metricsURL, `coredns_multicluster_serviceimports{version="v1beta1"}`, 1)
+		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 0)
+		// Both servers watch v1beta1, and neither watches v1alpha1, which
+		// has the same schema: the API server's own count of watches.
+		harness.Eventually(t, 20*time.Second, func() error {
+			w, err := verWatches(r.env)
+			if err != nil {
+				return err
+			}
+			if w["v1beta1"] != 2 || w["v1alpha1"] != 0 {
+				return fmt.Errorf("ServiceImport watches by version %v, want v1beta1=2 and no v1alpha1", w)
+			}
+			return nil
+		})
+		r.checkLog()
+	})
+
+	t.Run("v1alpha1-only CRD: unread without fallback", func(t *testing.T) {
+		t.Parallel()
+		r := migStart(t, "v1alpha1 CRD", "versions", migUpstreamV1alpha1Only(t))
+		r.create(migImport("v1alpha1", "versions", "web", "ClusterSetIP", "10.71.0.2"))
+		r.runCoreDNS()
+		withFallback := r.extraCoreDNS("fallback v1alpha1")
+		name := "web.versions.svc.clusterset.local."
+		eventually(t, withFallback, name, "A", want{answer: []string{a(name, "10.71.0.2")}})
+		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 1)
+		expect(t, r.dns, defaultTTL, name, "A", nxdomain())
+		lines := verLogLines(r.dns, "ServiceImport v1alpha1 is served, but this configuration does not read it")
+		if len(lines) != 1 || !strings.Contains(lines[0], `"fallback v1alpha1"`) {
+			t.Errorf("log lines %q, want one naming fallback v1alpha1", lines)
+		}
+		if got := verLogLines(withFallback, "does not read it"); len(got) != 0 {
+			t.Errorf("with fallback v1alpha1: %q", got)
+		}
+	})
+
+	t.Run("no ServiceImport CRD", func(t *testing.T) {
+		t.Parallel()
+		empty := t.TempDir()
+		menv, err := harness.Start(harness.Options{CRDDirectoryPaths: []string{empty}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = menv.Stop() })
+		r := &migRig{t: t, label: "no CRD", env: menv, ns: "versions"}
+		ctx, cancel := harness.Context(3 * time.Minute)
+		t.Cleanup(cancel)
+		r.ctx = ctx
+		r.runCoreDNS()
+		// Ready, answering, and saying what to install.
+		expect(t, r.dns, defaultTTL, "dns-version."+apex, "TXT", want{answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
+		expect(t, r.dns, defaultTTL, n("web.versions"), "A", nxdomain())
+		harness.Eventually(t, 10*time.Second, func() error {
+			if lines := verLogLines(r.dns, "the API server serves no ServiceImport"); len(lines) != 1 || !strings.Contains(lines[0], "install the ServiceImport CRD") {
+				return fmt.Errorf("log lines %q, want one saying what to install", lines)
+			}
+			return nil
+		})
+		// The CRD arrives: answered without a restart.
+		if _, err := menv.InstallCRDs(nil, migUpstreamCRD(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: versions\n"); err != nil {
+			t.Fatal(err)
+		}
+		r.create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.3"))
+		eventually(t, r.dns, n("web.versions"), "A", want{answer: []string{a(n("web.versions"), "10.71.0.3")}})
+	})
+}
+
+// extraCoreDNS starts one more CoreDNS on the rig's control plane, with the
+// given plugin options.
+func (r *migRig) extraCoreDNS(options ...string) *harness.CoreDNS {
+	r.t.Helper()
+	id, err := r.env.PluginIdentity(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
+}
+
+func verWantMetric(t *testing.T, url, name string, value float64) {
+	t.Helper()
+	harness.Eventually(t, 20*time.Second, func() error {
+		v, err := scrape(url, name)
+		if err != nil {
+			return err
+		}
+		if v != value {
+			return fmt.Errorf("%s = %v, want %v", name, v, value)
+		}
+		return nil
+	})
+}
+
+// verWatches reads, from kube-apiserver's own metrics, how many watches of
+// ServiceImports are open, by version.
+func verWatches(e *harness.Env) (map[string]int, error) {
+	ctx, cancel := harness.Context(10 * time.Second)
+	defer cancel()
+	body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="serviceimports"`) ||
+			!strings.Contains(line, `verb="WATCH"`) {
+			continue
+		}
+		i := strings.Index(line, `version="`)
+		if i < 0 {
+			continue
+		}
+		version := line[i+len(`version="`):]
+		version = version[:strings.IndexByte(version, '"')]
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
+		out[version] += int(v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// verLogLines returns the lines of c's output that contain s.
+func verLogLines(c *harness.CoreDNS, s string) []string {
+	var out []string
+	for line := range strings.Lines(c.Output()) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
