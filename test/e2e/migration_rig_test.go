@@ -49,8 +49,8 @@ func migUpstreamCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	if err := yaml.UnmarshalStrict(mcscrd.ServiceImportCRD, crd); err != nil {
 		t.Fatalf("mcs-api's ServiceImport CRD: %v", err)
 	}
-	if got := migVersionNames(crd); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) || migStorage(crd) != "v1beta1" {
-		t.Fatalf("mcs-api's ServiceImport CRD serves %v with storage %s, want [v1alpha1 v1beta1] with storage v1beta1", got, migStorage(crd))
+	if got := migVersionNames(crd); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) || crdStorageVersion(crd) != "v1beta1" {
+		t.Fatalf("mcs-api's ServiceImport CRD serves %v with storage %s, want [v1alpha1 v1beta1] with storage v1beta1", got, crdStorageVersion(crd))
 	}
 	return crd
 }
@@ -114,8 +114,8 @@ func migCheckVersions(t testing.TB, what string, crd *apiextensionsv1.CustomReso
 		}
 	}
 	slices.Sort(served)
-	if !slices.Equal(served, []string{"v1alpha1", "v1alpha2", "v1beta1"}) || migStorage(crd) != storage {
-		t.Fatalf("%s serves %v with storage %s, want [v1alpha1 v1alpha2 v1beta1] with storage %s", what, served, migStorage(crd), storage)
+	if !slices.Equal(served, []string{"v1alpha1", "v1alpha2", "v1beta1"}) || crdStorageVersion(crd) != storage {
+		t.Fatalf("%s serves %v with storage %s, want [v1alpha1 v1alpha2 v1beta1] with storage %s", what, served, crdStorageVersion(crd), storage)
 	}
 	for _, up := range migUpstreamCRD(t).Spec.Versions {
 		ours := migVersion(crd, up.Name)
@@ -153,15 +153,6 @@ func migVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *api
 		}
 	}
 	return nil
-}
-
-func migStorage(crd *apiextensionsv1.CustomResourceDefinition) string {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			return v.Name
-		}
-	}
-	return ""
 }
 
 // migPorts are the ports of every ServiceImport of these tests.
@@ -220,10 +211,11 @@ func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.Endpoin
 	return es
 }
 
-// migProber asks CoreDNS for every name's A records, over and over, and
-// counts answers that are not exactly the expected set of addresses; like
-// prober, for headless names (several addresses) as well.
-type migProber struct {
+// prober asks CoreDNS for every name's A records, over and over, and counts
+// answers that are not exactly the expected set of addresses (one for a
+// ClusterSetIP name, several for a headless one). Many queries a second need
+// a DNS client library; dig checks the same names before and after.
+type prober struct {
 	addr    string
 	mu      sync.Mutex
 	want    map[string][]string // name -> the A addresses expected, sorted
@@ -232,7 +224,7 @@ type migProber struct {
 	samples []string
 }
 
-func (p *migProber) expect(name string, ips ...string) {
+func (p *prober) expect(name string, ips ...string) {
 	ips = slices.Clone(ips)
 	slices.Sort(ips)
 	p.mu.Lock()
@@ -241,13 +233,13 @@ func (p *migProber) expect(name string, ips ...string) {
 }
 
 // forget stops checking name, while a change to it is in flight.
-func (p *migProber) forget(name string) {
+func (p *prober) forget(name string) {
 	p.mu.Lock()
 	delete(p.want, name)
 	p.mu.Unlock()
 }
 
-func (p *migProber) run(ctx context.Context) {
+func (p *prober) run(ctx context.Context) {
 	c := &dns.Client{Timeout: 2 * time.Second}
 	for ctx.Err() == nil {
 		p.mu.Lock()
@@ -307,7 +299,7 @@ type migRig struct {
 
 	dns        *harness.CoreDNS
 	metricsURL string
-	p          *migProber
+	p          *prober
 	stopProbe  context.CancelFunc
 	probeDone  chan struct{}
 	probeStart time.Time
@@ -319,8 +311,14 @@ type migRig struct {
 // creates namespace ns in it.
 func migStart(t *testing.T, label, ns string, crd *apiextensionsv1.CustomResourceDefinition) *migRig {
 	t.Helper()
+	return migStartWith(t, label, ns, harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+}
+
+// migStartWith is migStart with the control plane's options.
+func migStartWith(t *testing.T, label, ns string, opts harness.Options) *migRig {
+	t.Helper()
 	start := time.Now()
-	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	menv, err := harness.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +366,7 @@ func (r *migRig) runCoreDNS(options ...string) {
 	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
 		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, options...),
 	})
-	r.p = &migProber{addr: r.dns.Addr(), want: map[string][]string{}}
+	r.p = &prober{addr: r.dns.Addr(), want: map[string][]string{}}
 }
 
 // answers waits until name answers exactly ips to dig, then has the prober
@@ -393,17 +391,15 @@ func (r *migRig) gauge(name, version string) (float64, error) {
 	return v, err
 }
 
-// wantImports waits until coredns_multicluster_serviceimports is counts,
-// version by version, and logs them. In every set-up of these tests each
-// version served is read, or its shape is read through another, so
+// answeredFrom waits until coredns_multicluster_serviceimports says that
+// every service is answered from version and none from the other versions,
+// and logs the counts. In every set-up of these tests each version served is
+// read, or its shape is read through another, so
 // coredns_multicluster_unread_versions must stay 0 for each.
-func (r *migRig) wantImports(counts map[string]float64) {
+func (r *migRig) answeredFrom(version string) {
 	r.t.Helper()
-	versions := make([]string, 0, len(counts))
-	for v := range counts {
-		versions = append(versions, v)
-	}
-	slices.Sort(versions)
+	versions := []string{"v1alpha1", "v1alpha2", "v1beta1"}
+	counts := map[string]float64{version: migCount + 1}
 	harness.Eventually(r.t, 20*time.Second, func() error {
 		var errs []error
 		for _, v := range versions {
@@ -425,6 +421,17 @@ func (r *migRig) wantImports(counts map[string]float64) {
 		parts = append(parts, fmt.Sprintf("%s=%v", v, counts[v]))
 	}
 	r.logf("coredns_multicluster_serviceimports %s", strings.Join(parts, " "))
+}
+
+// begin writes the objects through version, starts CoreDNS with options,
+// and waits until every name answers and every service is answered from
+// answered.
+func (r *migRig) begin(version, answered string, options ...string) {
+	r.t.Helper()
+	r.populate(version)
+	r.runCoreDNS(options...)
+	r.expectAll()
+	r.answeredFrom(answered)
 }
 
 // logf logs a line of the migration, with the time since the probe started,
@@ -507,20 +514,7 @@ func (r *migRig) crd() *apiextensionsv1.CustomResourceDefinition {
 // updateCRD changes the ServiceImport CRD's spec with change.
 func (r *migRig) updateCRD(change func(*apiextensionsv1.CustomResourceDefinition)) {
 	r.t.Helper()
-	crds := r.ext.ApiextensionsV1().CustomResourceDefinitions()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.Get(r.ctx, migSIName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(crd)
-		_, err = crds.Update(r.ctx, crd, metav1.UpdateOptions{})
-		r.crdChanged = time.Now()
-		return err
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	r.writeCRD(change, r.ext.ApiextensionsV1().CustomResourceDefinitions().Update)
 }
 
 // installCRD replaces the ServiceImport CRD's spec and labels with crd's.
@@ -536,14 +530,24 @@ func (r *migRig) installCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 // storedVersions sets the CRD's status.storedVersions.
 func (r *migRig) storedVersions(versions ...string) {
 	r.t.Helper()
+	r.writeCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Status.StoredVersions = versions
+	}, r.ext.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus)
+}
+
+// writeCRD reads the ServiceImport CRD, changes it and writes it back with
+// write (Update or UpdateStatus), again on a conflict.
+func (r *migRig) writeCRD(change func(*apiextensionsv1.CustomResourceDefinition),
+	write func(context.Context, *apiextensionsv1.CustomResourceDefinition, metav1.UpdateOptions) (*apiextensionsv1.CustomResourceDefinition, error)) {
+	r.t.Helper()
 	crds := r.ext.ApiextensionsV1().CustomResourceDefinitions()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd, err := crds.Get(r.ctx, migSIName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		crd.Status.StoredVersions = versions
-		_, err = crds.UpdateStatus(r.ctx, crd, metav1.UpdateOptions{})
+		change(crd)
+		_, err = write(r.ctx, crd, metav1.UpdateOptions{})
 		r.crdChanged = time.Now()
 		return err
 	})

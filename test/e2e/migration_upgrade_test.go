@@ -22,11 +22,7 @@ import (
 func TestUpgradeOverUpstreamCRD(t *testing.T) {
 	t.Parallel()
 	r := migStart(t, "deploy/crds over mcs-api v0.5.2's CRD", "upgrade", migUpstreamCRD(t))
-	r.populate("v1beta1")
-	r.runCoreDNS()
-	r.expectAll()
-	n := float64(migCount + 1)
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	r.begin("v1beta1", "v1beta1")
 	before, err := r.env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +69,7 @@ func TestUpgradeOverUpstreamCRD(t *testing.T) {
 		}
 	}
 	crd := r.crd()
-	if s := migStorage(crd); s != "v1beta1" {
+	if s := crdStorageVersion(crd); s != "v1beta1" {
 		t.Errorf("storage version %s after the apply, want v1beta1", s)
 	}
 	if got := crd.Status.StoredVersions; !slices.Equal(got, []string{"v1beta1"}) {
@@ -82,7 +78,7 @@ func TestUpgradeOverUpstreamCRD(t *testing.T) {
 	if v := migVersion(crd, "v1alpha2"); v == nil || !v.Served {
 		t.Error("v1alpha2 not served after the apply")
 	}
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	r.answeredFrom("v1beta1")
 
 	// Writes through v1beta1 keep showing.
 	r.updatesAfter("v1beta1", func(u *unstructured.Unstructured, ip string) {

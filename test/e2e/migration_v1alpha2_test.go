@@ -19,22 +19,18 @@ import (
 func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 	t.Parallel()
 	r := migStart(t, "v1beta1 to v1alpha2", "tov1alpha2", migShippedCRD(t))
-	r.populate("v1beta1")
-	r.runCoreDNS()
-	r.expectAll()
-	n := float64(migCount + 1)
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	r.begin("v1beta1", "v1beta1")
 
 	r.probe()
 	r.settle("deploy/crds, objects written through v1beta1")
 
 	// v1alpha2 becomes the storage version; the objects stay as stored.
 	r.installCRD(migV1alpha2StorageCRD(t))
-	if s := migStorage(r.crd()); s != "v1alpha2" {
+	if s := crdStorageVersion(r.crd()); s != "v1alpha2" {
 		t.Fatalf("storage version %s after installing deploy/crds-v1alpha2-storage, want v1alpha2", s)
 	}
 	r.settle("v1alpha2 the storage version")
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": n, "v1alpha2": 0})
+	r.answeredFrom("v1beta1")
 
 	// Every object is rewritten through v1alpha2: read (pruned to an empty
 	// spec), its fields set at the root, written back.
@@ -56,7 +52,7 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 		}
 	})
 	r.settle("every object rewritten through v1alpha2")
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+	r.answeredFrom("v1alpha2")
 
 	// v1beta1 leaves storedVersions; v1beta1 and v1alpha1 leave the CRD.
 	r.storedVersions("v1alpha2")
@@ -66,13 +62,13 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 	r.waitServed("v1beta1", false)
 	r.waitServed("v1alpha1", false)
 	r.settle("v1beta1 and v1alpha1 dropped from storedVersions and from the CRD")
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+	r.answeredFrom("v1alpha2")
 
 	// Updates after the migration show, the second within 2 seconds.
 	r.updatesAfter("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
 	r.report()
 
 	r.digAll()
-	r.wantImports(map[string]float64{"v1alpha1": 0, "v1beta1": 0, "v1alpha2": n})
+	r.answeredFrom("v1alpha2")
 	r.checkLog()
 }
