@@ -79,6 +79,16 @@ type Controller struct {
 	viewsMu sync.RWMutex
 	views   []*view // the synced views of the shapes, in shape order
 
+	crd        toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
+	crdChanged chan struct{}                  // a poke from crd's handlers to Run
+	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
+	crdDenied  atomic.Bool                    // the CRD may not be watched (logged once)
+	crdRetry   time.Duration                  // how often a refused CRD watch is tried again
+	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
+	every      time.Duration                  // discovery interval while the CRD is not watched, and after a failure
+	idle       time.Duration                  // discovery interval while the CRD is watched and unchanged
+	hurry      time.Duration                  // discovery interval for a while after the CRD changes
+
 	discoErr bool              // the last discovery failed (logged once)
 	servedAt time.Time         // when discovery was last asked
 	lastSeen map[string]bool   // what it said last, by version; nil until it answers
@@ -87,7 +97,6 @@ type Controller struct {
 	noCRD    bool              // no version is served (logged once)
 	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
 	denied   atomic.Bool       // list or watch was refused for lack of permission (logged once)
-	every    time.Duration     // discovery interval
 	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	statsMu   sync.Mutex
@@ -120,9 +129,6 @@ var shapeOf = map[string]string{V1alpha2: "root", V1beta1: "spec", V1alpha1: "sp
 // configuration does not.
 var readOption = map[string]string{V1alpha1: "fallback v1alpha1"}
 
-// discoveryInterval is how often the controller asks which versions are served.
-const discoveryInterval = 2 * time.Second
-
 const serviceImportGroup = "multicluster.x-k8s.io"
 
 const sliceByService = "service"
@@ -138,8 +144,13 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		imports: map[string]int{},
 		dyn:     dyn,
-		every:   discoveryInterval,
 		lost:    map[string]string{},
+
+		crdChanged: make(chan struct{}, 1),
+		crdRetry:   crdDeniedRetry,
+		every:      pollDiscovery,
+		idle:       idleDiscovery,
+		hurry:      hurryDiscovery,
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
 	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec}
@@ -147,22 +158,8 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		spec.versions = append(spec.versions, V1alpha1)
 	}
 	c.shapes = []*shape{{name: "root", versions: []string{V1alpha2}, read: importFromRoot}, spec}
-	disco := kube.Discovery()
-	c.served = func(ctx context.Context, version string) (bool, error) {
-		list, err := disco.ServerResourcesForGroupVersion(serviceImportGroup + "/" + version)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "serviceimports" {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
+	c.served = discoveryServed(kube.Discovery())
+	c.crd = c.newCRDWatch()
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
 	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", &toolscache.ListWatch{
@@ -330,8 +327,9 @@ func (c *Controller) enqueueSlice(obj any) {
 // appears gets a view once its informer has synced, one that goes away loses
 // its view, and every service is then rebuilt from the views left.
 func (c *Controller) Run(ctx context.Context) {
-	slicesDone := make(chan struct{})
+	slicesDone, crdDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(slicesDone); c.slices.RunWithContext(ctx) }()
+	go func() { defer close(crdDone); c.crd.RunWithContext(ctx) }()
 	workerDone := make(chan struct{})
 	defer func() {
 		c.queue.ShutDown()
@@ -339,6 +337,7 @@ func (c *Controller) Run(ctx context.Context) {
 			<-workerDone
 		}
 		<-slicesDone
+		<-crdDone
 		c.viewsMu.Lock()
 		for _, sh := range c.shapes {
 			c.retire(sh.active, sh.starting)
@@ -366,15 +365,22 @@ func (c *Controller) Run(ctx context.Context) {
 				}
 			}()
 		}
-		wait := c.every
+		// Until the next discovery is due, or the CRD changes; while a view
+		// is starting, often enough to put it in place soon after it syncs.
+		wait := c.discoveryGap() - time.Since(c.servedAt)
 		if !c.synced.Load() || !complete {
-			wait = 50 * time.Millisecond
+			wait = min(wait, 50*time.Millisecond)
 		}
+		timer := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-time.After(wait):
+		case <-c.crdChanged:
+			c.poked()
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
 }
 
@@ -447,36 +453,6 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 	return complete
 }
 
-// discover returns which versions the API server serves. It asks discovery
-// at most once every c.every and answers from the last reply in between; nil
-// while it has no answer yet or the last question failed.
-func (c *Controller) discover(ctx context.Context) map[string]bool {
-	if time.Since(c.servedAt) < c.every && (c.lastSeen != nil || c.discoErr) {
-		if c.discoErr {
-			return nil
-		}
-		return c.lastSeen
-	}
-	c.servedAt = time.Now()
-	served := map[string]bool{}
-	for _, v := range Versions {
-		ok, err := c.served(ctx, v)
-		if err != nil {
-			if !c.discoErr {
-				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
-			}
-			c.discoErr = true
-			return nil
-		}
-		served[v] = ok
-	}
-	if c.discoErr {
-		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
-	}
-	c.discoErr, c.lastSeen = false, served
-	return served
-}
-
 // retire stops views; Run waits for them when it ends.
 func (c *Controller) retire(views ...*view) {
 	for _, v := range views {
@@ -493,43 +469,6 @@ func (c *Controller) startView(ctx context.Context, sh *shape, version string) *
 	v.stop, v.done = cancel, make(chan struct{})
 	go func() { defer close(v.done); v.informer.RunWithContext(vctx) }()
 	return v
-}
-
-// noteServed tells the operator, once per change, about ServiceImport
-// versions the API server serves but the configuration does not read, and
-// about a cluster that serves none at all.
-func (c *Controller) noteServed(served, read map[string]bool) {
-	first := c.unread == nil
-	if first {
-		c.unread = map[string]bool{}
-	}
-	for _, v := range Versions {
-		unread := served[v] && !read[shapeOf[v]]
-		if !first && unread == c.unread[v] {
-			continue
-		}
-		c.unread[v] = unread
-		switch {
-		case unread:
-			c.cfg.Log.Warningf("ServiceImport %s is served, but this configuration does not read it, so what is stored in its shape "+
-				"has no answers: add %q to the multicluster block to answer from it", v, readOption[v])
-		case !first && served[v]:
-			c.logf("ServiceImport %s: its shape is now read", v)
-		case !first:
-			c.logf("ServiceImport %s is no longer served", v)
-		}
-		if c.cfg.OnUnread != nil {
-			c.cfg.OnUnread(v, unread)
-		}
-	}
-	none := !slices.ContainsFunc(Versions, func(v string) bool { return served[v] })
-	if none && !c.noCRD {
-		c.cfg.Log.Warningf("the API server serves no ServiceImport (%s): install the ServiceImport CRD, sigs.k8s.io/mcs-api's "+
-			"config/crd or this plugin's deploy/crds/; until it is served every service name is NXDOMAIN", serviceImportGroup)
-	} else if !none && c.noCRD {
-		c.logf("the API server serves ServiceImports again")
-	}
-	c.noCRD = none
 }
 
 func (c *Controller) logf(format string, args ...any) { c.cfg.Log.Infof(format, args...) }

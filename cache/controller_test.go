@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,8 @@ var (
 	gvr1    = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha1, Resource: "serviceimports"}
 	gvrBeta = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1beta1, Resource: "serviceimports"}
 
-	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList"}
+	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList",
+		crdResource: "CustomResourceDefinitionList"}
 )
 
 type env struct {
@@ -72,6 +74,8 @@ func (e *env) isServed(_ context.Context, version string) (bool, error) {
 	return e.servedSet[version], nil
 }
 
+// serve makes discovery report versions, and changes the ServiceImport CRD
+// as the API server would, which is what makes the controller ask.
 func (e *env) serve(versions ...string) {
 	e.servedMu.Lock()
 	e.servedSet = map[string]bool{}
@@ -79,6 +83,25 @@ func (e *env) serve(versions ...string) {
 		e.servedSet[v] = true
 	}
 	e.servedMu.Unlock()
+	e.t.Helper()
+	crds := e.dyn.Resource(crdResource)
+	ctx := context.Background()
+	crd, err := crds.Get(ctx, ServiceImportCRD, metav1.GetOptions{})
+	if err != nil {
+		crd = &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		crd.SetName(ServiceImportCRD)
+		crd.SetResourceVersion("1")
+		_, err = crds.Create(ctx, crd, metav1.CreateOptions{})
+	} else {
+		rv, _ := strconv.Atoi(crd.GetResourceVersion())
+		crd.SetResourceVersion(strconv.Itoa(rv + 1))
+		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func start(t testing.TB, fallback bool, objs ...runtime.Object) *env {
@@ -111,6 +134,7 @@ func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Obj
 		Log:      e})
 	e.c.served = e.isServed
 	e.c.every = 20 * time.Millisecond
+	e.c.hurry = 20 * time.Millisecond
 	e.servedSet = map[string]bool{V1alpha2: true, V1alpha1: true}
 	if servedOnly != nil {
 		e.servedSet = servedOnly

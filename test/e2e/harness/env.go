@@ -48,6 +48,9 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Output receives etcd's and kube-apiserver's output; discarded when nil.
 	Output io.Writer
+	// Audit makes kube-apiserver write an audit log of every request, at
+	// the Metadata level (who, what, when), for AuditEvents to read.
+	Audit bool
 }
 
 // Env is a running etcd and kube-apiserver, listening on 127.0.0.1 only, with
@@ -65,8 +68,9 @@ type Env struct {
 	// CRDs are the CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
-	testEnv *envtest.Environment
-	tmp     string
+	testEnv  *envtest.Environment
+	tmp      string
+	auditLog string
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
@@ -125,6 +129,20 @@ func Start(opts Options) (*Env, error) {
 		// Loopback is refused there unless nothing publishes them.
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
+	if opts.Audit {
+		policy := filepath.Join(tmp, "audit-policy.yaml")
+		e.auditLog = filepath.Join(tmp, "audit.log")
+		const everything = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+		if err := os.WriteFile(policy, []byte(everything), 0o600); err != nil {
+			_ = os.RemoveAll(tmp)
+			return nil, err
+		}
+		api.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", e.auditLog).
+			Set("audit-log-format", "json").
+			Set("audit-log-mode", "blocking")
+	}
 	etcd := &envtest.Etcd{URL: loopbackURL("http", etcdPort)}
 	etcd.Configure().Set("listen-peer-urls", loopbackURL("http", peerPort).String())
 	te.ControlPlane.Etcd = etcd

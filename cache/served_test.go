@@ -1,0 +1,94 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// syncedInformer stands for the CRD informer, synced or not.
+type syncedInformer struct {
+	toolscache.SharedIndexInformer
+	synced bool
+}
+
+func (s syncedInformer) HasSynced() bool { return s.synced }
+
+// How long discovery may go unasked, in every state the controller can be in.
+func TestDiscoveryGap(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		watched, denied, failed bool
+		hurry                   bool
+		want                    time.Duration
+	}{
+		{name: "CRD watched, unchanged", watched: true, want: idleDiscovery},
+		{name: "CRD watched, just changed", watched: true, hurry: true, want: hurryDiscovery},
+		{name: "CRD not synced yet", want: pollDiscovery},
+		{name: "CRD watch refused", watched: true, denied: true, want: pollDiscovery},
+		{name: "CRD watch refused, just changed", denied: true, hurry: true, want: hurryDiscovery},
+		{name: "discovery failed", watched: true, failed: true, want: pollDiscovery},
+		{name: "discovery failed, CRD just changed", watched: true, failed: true, hurry: true, want: pollDiscovery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{crd: syncedInformer{synced: tc.watched}, discoErr: tc.failed,
+				every: pollDiscovery, idle: idleDiscovery, hurry: hurryDiscovery}
+			c.crdDenied.Store(tc.denied)
+			if tc.hurry {
+				c.crdHurry.Store(true)
+				c.poked()
+			}
+			if got := c.discoveryGap(); got != tc.want {
+				t.Errorf("gap %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A poke asks discovery at once; only a change (not the first list) hurries.
+func TestPokeAsksAtOnce(t *testing.T) {
+	c := &Controller{crd: syncedInformer{synced: true}, crdChanged: make(chan struct{}, 1),
+		every: pollDiscovery, idle: idleDiscovery, hurry: hurryDiscovery, servedAt: time.Now()}
+	c.pokeDiscovery(false)
+	c.pokeDiscovery(false) // a second poke never blocks
+	<-c.crdChanged
+	c.poked()
+	if !c.servedAt.IsZero() || !c.hurryUntil.IsZero() {
+		t.Fatalf("first-list poke: servedAt %v, hurryUntil %v; want discovery now and no hurry", c.servedAt, c.hurryUntil)
+	}
+	c.pokeDiscovery(true)
+	<-c.crdChanged
+	c.poked()
+	if c.hurryUntil.Before(time.Now().Add(hurryFor - time.Second)) {
+		t.Fatalf("change poke: hurry until %v, want about %v from now", c.hurryUntil, hurryFor)
+	}
+}
+
+// Without permission to watch the CRD: one log line that says what to grant,
+// and the versions served are still followed, by asking discovery often.
+func TestControllerPollsWithoutCRDWatch(t *testing.T) {
+	servedOnly = map[string]bool{}
+	defer func() { servedOnly = nil }()
+	e := startWith(t, false, func(e *env) {
+		deny := func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+				"", nil)
+		}
+		e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
+		e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
+	}, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
+	e.wantAddrs("web.demo")
+	e.servedMu.Lock()
+	e.servedSet = map[string]bool{V1beta1: true} // discovery only: no CRD event
+	e.servedMu.Unlock()
+	e.wantViews("[v1beta1]")
+	e.wantAddrs("web.demo", "10.0.0.1")
+	if lines := e.logged("cannot watch the ServiceImport CRD"); len(lines) != 1 {
+		t.Errorf("log lines %q, want one", lines)
+	}
+}

@@ -1,0 +1,40 @@
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// AuditEvents returns the requests of user that kube-apiserver completed
+// (stage ResponseComplete) at or after since, from the audit log that
+// Options.Audit turns on. A watch completes when it ends, so an open watch
+// is not among them.
+func (e *Env) AuditEvents(user string, since time.Time) ([]auditv1.Event, error) {
+	if e.auditLog == "" {
+		return nil, errors.New("the control plane was started without Options.Audit")
+	}
+	f, err := os.Open(e.auditLog)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []auditv1.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, err
+		}
+		if ev.Stage != auditv1.StageResponseComplete || ev.User.Username != user || ev.StageTimestamp.Time.Before(since) {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out, sc.Err()
+}

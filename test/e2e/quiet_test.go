@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// quietWindow is how long an idle replica's requests are counted.
+const quietWindow = 65 * time.Second
+
+// stockUser is the identity of stock CoreDNS's kubernetes plugin.
+const stockUser = "coredns-stock"
+
+// TestQuietWhenIdle counts, in kube-apiserver's audit log, the requests
+// beyond its watches that one replica of ours (no options, deploy/rbac.yaml)
+// makes while nothing changes, side by side with stock CoreDNS's kubernetes
+// plugin and its multicluster option, on a control plane of their own with
+// mcs-api v0.5.2's CRD: ours makes at most one a minute. Then a ServiceImport
+// version that starts being served, and one that stops, are followed within
+// 5 seconds, without a restart.
+func TestQuietWhenIdle(t *testing.T) {
+	t.Parallel()
+	r := migStartWith(t, "quiet", "quiet", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
+	r.create(migImport("v1beta1", "quiet", "web", "ClusterSetIP", "10.72.0.1"))
+	r.runCoreDNS()
+	r.answers("web.quiet.svc.clusterset.local.", "10.72.0.1")
+	stock := r.stockCoreDNS()
+	name := "web.quiet.svc.clusterset.local."
+	eventually(t, stock, name, "A", want{answer: []string{a(name, "10.72.0.1")}})
+
+	// The audit log does hold the replicas' requests: their first lists.
+	for _, user := range []string{harness.PluginUser, stockUser} {
+		if evs, err := r.env.AuditEvents(user, time.Time{}); err != nil || len(beyondWatches(evs)) == 0 {
+			t.Fatalf("no request of %s in the audit log (%v): the log or its filter is wrong", user, err)
+		}
+	}
+	since := time.Now()
+	time.Sleep(quietWindow)
+	ours, err := r.env.AuditEvents(harness.PluginUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := r.env.AuditEvents(stockUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs = beyondWatches(ours), beyondWatches(theirs)
+	perMinute := func(evs []auditv1.Event) float64 { return float64(len(evs)) / quietWindow.Minutes() }
+	r.logf("idle for %s: ours made %d requests beyond its watches (%.2f a minute: %s), stock %d (%.2f a minute: %s)",
+		quietWindow, len(ours), perMinute(ours), auditSummary(ours), len(theirs), perMinute(theirs), auditSummary(theirs))
+	if perMinute(ours) > 1 {
+		t.Errorf("idle, ours made %.2f requests a minute beyond its watches, want at most 1: %s", perMinute(ours), auditSummary(ours))
+	}
+
+	// A version starts being served: v1alpha2, as the storage version. An
+	// object written through it at once answers within 5s.
+	r.installCRD(migV1alpha2StorageCRD(t))
+	changed := time.Now()
+	root := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha2", "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": "quiet", "name": "api"},
+		"spec":     map[string]any{},
+		"type":     "ClusterSetIP", "ips": []any{"10.72.0.2"},
+		"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}},
+	}}
+	harness.Eventually(t, 5*time.Second, func() error {
+		_, err := r.env.Dynamic.Resource(migSI("v1alpha2")).Namespace("quiet").Create(r.ctx, root, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	apiName := "api.quiet.svc.clusterset.local."
+	harness.Eventually(t, 5*time.Second-time.Since(changed), func() error {
+		if got := dig(t, r.dns, apiName, "A"); !strings.Contains(got.String(), "10.72.0.2") {
+			return fmt.Errorf("%s: %s", apiName, got)
+		}
+		return nil
+	})
+	r.logf("v1alpha2 served: an object written through it answered %.2fs after the CRD change", time.Since(changed).Seconds())
+
+	// A version stops being served: v1alpha2 again, v1beta1 the storage
+	// version once more. The plugin stops watching it within 5s.
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			v := &crd.Spec.Versions[i]
+			v.Storage = v.Name == "v1beta1"
+			if v.Name == "v1alpha2" {
+				v.Served = false
+			}
+		}
+	})
+	changed = time.Now()
+	harness.Eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(r.dns.Output(), "ServiceImport v1alpha2 is no longer served") {
+			return errors.New("the plugin still watches v1alpha2")
+		}
+		return nil
+	})
+	r.logf("v1alpha2 no longer served: the plugin stopped watching it %.2fs after the CRD change", time.Since(changed).Seconds())
+	r.answers(name, "10.72.0.1")
+	r.checkLog()
+}
+
+// beyondWatches drops the watches: what a replica asks beyond them.
+func beyondWatches(evs []auditv1.Event) []auditv1.Event {
+	var out []auditv1.Event
+	for _, ev := range evs {
+		if ev.Verb != "watch" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// auditSummary counts requests by verb and path.
+func auditSummary(evs []auditv1.Event) string {
+	n := map[string]int{}
+	for _, ev := range evs {
+		path, _, _ := strings.Cut(ev.RequestURI, "?")
+		n[ev.Verb+" "+path]++
+	}
+	var parts []string
+	for k, v := range n {
+		parts = append(parts, fmt.Sprintf("%d× %s", v, k))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// stockCoreDNS starts stock CoreDNS's kubernetes plugin with its
+// multicluster option (it reads v1alpha1), as stockUser with the ClusterRole
+// CoreDNS's own deployment grants it.
+func (r *migRig) stockCoreDNS() *harness.CoreDNS {
+	r.t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: stockUser},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"list", "watch"}},
+		},
+	}
+	id, err := r.env.Identity(r.ctx, stockUser, role)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
+		Zones:   []string{"cluster.local", "clusterset.local"},
+		Plugins: "kubernetes cluster.local clusterset.local {\n\tkubeconfig " + id.Kubeconfig + "\n\tmulticluster clusterset.local\n}\n",
+	})
+}
