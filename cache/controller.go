@@ -83,6 +83,7 @@ type Controller struct {
 	crdChanged chan struct{}                  // a poke from crd's handlers to Run
 	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
 	crdDenied  atomic.Bool                    // the CRD may not be watched (logged once)
+	crdAccess  refusals                       // whether a refusal of the CRD watch is likely to pass
 	crdRetry   time.Duration                  // how often a refused CRD watch is tried again
 	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
 	every      time.Duration                  // discovery interval while the CRD is not watched, and after a failure
@@ -97,6 +98,7 @@ type Controller struct {
 	noCRD    bool              // no version is served (logged once)
 	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
 	denied   atomic.Bool       // list or watch was refused for lack of permission (logged once)
+	access   refusals          // whether a refusal of list or watch is likely to pass
 	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	statsMu   sync.Mutex
@@ -162,7 +164,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	c.crd = c.newCRDWatch()
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", &toolscache.ListWatch{
+	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", &c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -198,7 +200,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(sh *shape, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, &toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, &c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -226,19 +228,53 @@ func (c *Controller) newView(sh *shape, version string) *view {
 }
 
 // retryEvery is how often a list or watch is retried while the API server
-// cannot be reached.
-const retryEvery = time.Second
+// cannot be reached: often enough that a restarted one is seen within half
+// a second, seldom enough (a few requests a second per replica) to be no
+// burden on it while it starts.
+const retryEvery = 500 * time.Millisecond
+
+// refusals tells a refusal that lasts from one that passes. A kube-apiserver
+// that has just started says ok on /readyz before its RBAC authorizer has
+// caught up, and for a second or two refuses requests it allows a moment
+// later: after a restart, the plugin's lists and watches are refused. An
+// identity that had access before is refused for a while only: it is tried
+// again every passingRetry, and not reported, for passingFor.
+type refusals struct {
+	granted atomic.Bool  // a request has been allowed since start
+	since   atomic.Int64 // unix nanoseconds of the first refusal since the last allowed request; 0 while allowed
+}
+
+const (
+	passingRetry = 200 * time.Millisecond
+	passingFor   = 15 * time.Second
+)
+
+// allowed records an allowed request.
+func (r *refusals) allowed() {
+	r.granted.Store(true)
+	r.since.Store(0)
+}
+
+// passing records a refusal and reports whether it is likely to pass: the
+// identity had access before and has been refused for less than passingFor.
+func (r *refusals) passing() bool {
+	now := time.Now().UnixNano()
+	r.since.CompareAndSwap(0, now)
+	return r.granted.Load() && time.Duration(now-r.since.Load()) < passingFor
+}
 
 // patient makes list and watch calls wait out an unreachable API server,
-// retrying every second, instead of failing back to the informer, whose
+// retrying every retryEvery, instead of failing back to the informer, whose
 // exponential backoff would grow to 30s during a long outage and delay the
 // recovery by as much. A permission error is waited out as well, every 5
 // seconds, so that missing RBAC gives one clear log line rather than a
-// stream of client-go's. Other errors the API server returns (404, 410) go
+// stream of client-go's; but one that is likely to pass (see refusals) is
+// retried every passingRetry, and not logged. Other errors the API server returns (404, 410) go
 // to the informer at once. Each outage and its end are logged once.
-func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.ListWatch {
+func (c *Controller) patient(what string, access *refusals, lw *toolscache.ListWatch) *toolscache.ListWatch {
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
+			access.allowed()
 			if c.apiDown.CompareAndSwap(true, false) {
 				c.logf("the API server answers again")
 			}
@@ -253,12 +289,14 @@ func (c *Controller) patient(what string, lw *toolscache.ListWatch) *toolscache.
 		every := retryEvery
 		var status apierrors.APIStatus
 		switch {
+		case (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && access.passing():
+			every = passingRetry
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			if c.denied.CompareAndSwap(false, true) {
 				c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
 					"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
 			}
-			every = 5 * retryEvery
+			every = 5 * time.Second
 		case errors.As(err, &status):
 			return false
 		default:

@@ -68,11 +68,12 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, s
 
 // newCRDWatch watches the ServiceImport CRD, and nothing else, by name (the
 // RBAC rule may be limited to that name), and pokes Run whenever it changes.
+// An unreachable API server is waited out as for the other watches.
 // Only the CRD's name and resourceVersion are kept.
 func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 	res := c.dyn.Resource(crdResource)
 	byName := fields.OneTermEqualSelector("metadata.name", ServiceImportCRD).String()
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.crdPermission(&toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("the ServiceImport CRD", &c.crdAccess, c.crdPermission(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName
 			return res.List(ctx, o)
@@ -81,7 +82,7 @@ func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 			o.FieldSelector = byName
 			return res.Watch(ctx, o)
 		},
-	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	})), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -112,11 +113,13 @@ func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 }
 
 // crdPermission waits out a refused CRD list or watch, trying again every
-// crdDeniedRetry, and logs once that discovery is polled meanwhile. Other
-// errors go to the informer.
+// crdDeniedRetry, and logs once that discovery is polled meanwhile; a
+// refusal likely to pass (see refusals) is tried again every passingRetry.
+// Other errors go to the informer.
 func (c *Controller) crdPermission(lw *toolscache.ListWatch) *toolscache.ListWatch {
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
+			c.crdAccess.allowed()
 			if c.crdDenied.CompareAndSwap(true, false) {
 				c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes")
 			}
@@ -125,7 +128,10 @@ func (c *Controller) crdPermission(lw *toolscache.ListWatch) *toolscache.ListWat
 		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
 			return false
 		}
-		if c.crdDenied.CompareAndSwap(false, true) {
+		retry := c.crdRetry
+		if c.crdAccess.passing() {
+			retry = passingRetry
+		} else if c.crdDenied.CompareAndSwap(false, true) {
 			c.cfg.Log.Warningf("cannot watch the ServiceImport CRD, so API discovery is asked every %s to follow the versions served; "+
 				"grant get, list and watch on customresourcedefinitions named %s (deploy/rbac.yaml) to make it ask only when the CRD changes: %v",
 				pollDiscovery, ServiceImportCRD, err)
@@ -133,7 +139,7 @@ func (c *Controller) crdPermission(lw *toolscache.ListWatch) *toolscache.ListWat
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(c.crdRetry):
+		case <-time.After(retry):
 			return true
 		}
 	}

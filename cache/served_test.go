@@ -92,3 +92,24 @@ func TestControllerPollsWithoutCRDWatch(t *testing.T) {
 		t.Errorf("log lines %q, want one", lines)
 	}
 }
+
+// A refusal passes only for an identity that had access, and only for a
+// while: after a restart, not for a missing role.
+func TestRefusalsPassOnlyAfterAccess(t *testing.T) {
+	var r refusals
+	if r.passing() {
+		t.Fatal("never allowed: a refusal must be reported, not waited out")
+	}
+	r.allowed()
+	if !r.passing() || !r.passing() {
+		t.Fatal("allowed before: a fresh refusal should pass")
+	}
+	r.since.Store(time.Now().Add(-passingFor).UnixNano())
+	if r.passing() {
+		t.Fatalf("refused for %s: it should be reported", passingFor)
+	}
+	r.allowed()
+	if !r.passing() {
+		t.Fatal("allowed again: the next refusal should pass")
+	}
+}

@@ -459,8 +459,9 @@ func (r *migRig) probe() {
 	})
 }
 
-// settle keeps the probe querying long enough for the plugin's discovery
-// (every 2s) to act on a change, so the probe covers the transition.
+// settle keeps the probe querying long enough for the plugin to act on a
+// change (discovery follows a CRD change within a second or so), so the
+// probe covers the transition.
 func (r *migRig) settle(what string) {
 	r.t.Helper()
 	r.logf("%s", what)

@@ -10,10 +10,9 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-// AuditEvents returns the requests of user that kube-apiserver completed
-// (stage ResponseComplete) at or after since, from the audit log that
-// Options.Audit turns on. A watch completes when it ends, so an open watch
-// is not among them.
+// AuditEvents returns the requests of user from since on, from the audit
+// log that Options.Audit turns on: each request once, when it completed
+// (stage ResponseComplete), but a watch when it started (ResponseStarted).
 func (e *Env) AuditEvents(user string, since time.Time) ([]auditv1.Event, error) {
 	if e.auditLog == "" {
 		return nil, errors.New("the control plane was started without Options.Audit")
@@ -31,7 +30,11 @@ func (e *Env) AuditEvents(user string, since time.Time) ([]auditv1.Event, error)
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, err
 		}
-		if ev.Stage != auditv1.StageResponseComplete || ev.User.Username != user || ev.StageTimestamp.Time.Before(since) {
+		stage := auditv1.StageResponseComplete
+		if ev.Verb == "watch" {
+			stage = auditv1.StageResponseStarted
+		}
+		if ev.Stage != stage || ev.User.Username != user || ev.StageTimestamp.Time.Before(since) {
 			continue
 		}
 		out = append(out, ev)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -71,6 +72,10 @@ type Env struct {
 	testEnv  *envtest.Environment
 	tmp      string
 	auditLog string
+	etcdURL  string      // etcd's client URL
+	apiPort  int         // kube-apiserver's secure port
+	out      io.Writer   // where etcd's and kube-apiserver's output goes
+	apiAgain []*exec.Cmd // kube-apiserver processes RestartAPIServer started
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
@@ -110,7 +115,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Repo: repo, BinDir: bin, tmp: tmp}
+	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, etcdURL: loopbackURL("http", etcdPort).String(), apiPort: apiPort}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDDirectoryPaths:        crdPaths,
@@ -154,6 +159,7 @@ func Start(opts Options) (*Env, error) {
 		out = io.MultiWriter(tail, opts.Output)
 	}
 	api.Out, api.Err = prefixed(out, "kube-apiserver: "), prefixed(out, "kube-apiserver: ")
+	e.out = out
 	etcd.Out, etcd.Err = prefixed(out, "etcd: "), prefixed(out, "etcd: ")
 
 	e.testEnv = te
@@ -188,8 +194,13 @@ func (e *Env) Stop() error {
 	if e == nil || e.testEnv == nil {
 		return nil
 	}
-	err := e.testEnv.Stop()
+	var errs []error
+	for _, cmd := range e.apiAgain {
+		errs = append(errs, stopProcess(cmd))
+	}
+	errs = append(errs, e.testEnv.Stop())
 	e.testEnv = nil
+	err := errors.Join(errs...)
 	return errors.Join(err, os.RemoveAll(e.tmp))
 }
 
