@@ -16,11 +16,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -201,6 +203,28 @@ func TestDeployWiring(t *testing.T) {
 		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
 	}
 	pod := d.Spec.Template.Spec
+
+	// At scale: spread over nodes and zones, one eviction at a time, both
+	// selecting the Deployment's pods.
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	var keys []string
+	for _, c := range pod.TopologySpreadConstraints {
+		keys = append(keys, c.TopologyKey)
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil || !sel.Matches(podLabels) || c.WhenUnsatisfiable != corev1.ScheduleAnyway || c.MaxSkew != 1 {
+			t.Errorf("topology spread on %s: selector %v (%v), %s, skew %d; want the pods' labels, ScheduleAnyway, skew 1",
+				c.TopologyKey, c.LabelSelector, err, c.WhenUnsatisfiable, c.MaxSkew)
+		}
+	}
+	if !slices.Equal(keys, []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"}) {
+		t.Errorf("topology spread over %v, want nodes and zones", keys)
+	}
+	pdb := find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
+	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || !sel.Matches(podLabels) || pdb.Namespace != d.Namespace ||
+		pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PodDisruptionBudget %s/%s selects %v, maxUnavailable %v; want the Deployment's pods, 1", pdb.Namespace, pdb.Name,
+			pdb.Spec.Selector, pdb.Spec.MaxUnavailable)
+	}
 	if pod.ServiceAccountName != sa.Name || d.Namespace != sa.Namespace {
 		t.Errorf("the pods run as %s/%s, deploy/rbac.yaml creates %s/%s", d.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
 	}
