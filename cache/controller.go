@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -685,15 +685,12 @@ func splitKey(k string) (namespace, name string) {
 	return "", k
 }
 
-// newer compares resource versions. They are opaque to clients, but the two
-// views of one object share them, and etcd's are increasing integers.
+// newer reports whether resourceVersion a is newer than b. The two views of
+// one object share its resourceVersions, and apimachinery compares them
+// (KEP-5504); when either is not well formed, neither is newer.
 func newer(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA != nil || errB != nil {
-		return false
-	}
-	return x > y
+	n, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && n > 0
 }
 
 func (c *Controller) bumpSerial() {

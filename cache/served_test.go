@@ -113,3 +113,20 @@ func TestRefusalsPassOnlyAfterAccess(t *testing.T) {
 		t.Fatal("allowed again: the next refusal should pass")
 	}
 }
+
+// Which of two resourceVersions is newer: by number, not by text, however
+// long; when either is not well formed, neither is.
+func TestNewer(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10", "9", true}, {"9", "10", false}, {"7", "7", false},
+		{"100000000000000000000", "99999999999999999999", true}, // beyond uint64
+		{"", "5", false}, {"5", "", false}, {"x", "5", false}, {"05", "4", false},
+	} {
+		if got := newer(tc.a, tc.b); got != tc.want {
+			t.Errorf("newer(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
