@@ -25,6 +25,7 @@ import (
 func init() { plugin.Register(pluginName, setup) }
 
 func setup(c *caddy.Controller) error {
+	routeKlog()
 	m, err := parse(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
