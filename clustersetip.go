@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"net"
 	"net/netip"
 	"slices"
 
@@ -86,11 +85,10 @@ func isPortName(sub string, p cache.Port) bool {
 func (m *Multicluster) address(rep *reply, name string, ip netip.Addr) dns.RR {
 	if ip.Is4() {
 		b := ip.As4()
-		copy(rep.ip4[:], b[:])
-		return push(&rep.a, dns.A{Hdr: m.hdr(name, dns.TypeA), A: net.IP(rep.ip4[:])}, 1)
+		return push(&rep.a, dns.A{Hdr: m.hdr(name, dns.TypeA), A: rep.ip(b[:], 1)}, 1)
 	}
-	rep.ip6 = ip.As16()
-	return push(&rep.aaaa, dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: net.IP(rep.ip6[:])}, 1)
+	b := ip.As16()
+	return push(&rep.aaaa, dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: rep.ip(b[:], 1)}, 1)
 }
 
 // srv makes an SRV record in the reply; left is how many more the answer

@@ -2,7 +2,9 @@ package multicluster
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -232,25 +234,56 @@ func TestFallthrough(t *testing.T) {
 	}
 }
 
-// Replies hold copies: a plugin that edits a reply in place must not change
-// what the next query gets.
+// Replies hold copies: a plugin that edits a reply in place (its records'
+// names, TTLs or addresses) must not change what the next query gets. A
+// headless service's records are precomputed in the snapshot, a ClusterSetIP
+// service's are made per query: both are asked.
 func TestRepliesDoNotShareRecords(t *testing.T) {
 	m := newTestPlugin(t, fixture()...)
-	ask := func() *dns.Msg {
-		r := new(dns.Msg)
-		r.SetQuestion("_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV)
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
-		m.ServeDNS(context.Background(), rec, r)
-		return rec.Msg
+	for _, tc := range []struct {
+		qname string
+		qtype uint16
+	}{
+		{"db.demo.svc.clusterset.local.", dns.TypeA},
+		{"_mysql._tcp.db.demo.svc.clusterset.local.", dns.TypeSRV},
+		{"_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV},
+		{"dual.demo.svc.clusterset.local.", dns.TypeAAAA},
+	} {
+		ask := func() *dns.Msg {
+			r := new(dns.Msg)
+			r.SetQuestion(tc.qname, tc.qtype)
+			rec := dnstest.NewRecorder(&test.ResponseWriter{})
+			m.ServeDNS(context.Background(), rec, r)
+			return rec.Msg
+		}
+		want := ask().Copy()
+		first := ask()
+		for _, rr := range append(first.Answer, first.Extra...) {
+			rr.Header().Name = "changed."
+			rr.Header().Ttl = 1
+			switch v := rr.(type) {
+			case *dns.A:
+				v.A[len(v.A)-1]++
+			case *dns.AAAA:
+				v.AAAA[15]++
+			case *dns.SRV:
+				v.Target = "changed."
+			}
+		}
+		if got, want := records(ask()), records(want); got != want {
+			t.Errorf("%s %s: a reply's edit leaked into the next reply:\n%s\nwant\n%s", tc.qname, dns.TypeToString[tc.qtype], got, want)
+		}
 	}
-	first := ask()
-	first.Answer[0].Header().Name = "changed."
-	first.Answer[0].Header().Ttl = 1
-	first.Extra[0].Header().Ttl = 1
-	second := ask()
-	if second.Answer[0].Header().Name != "_http._tcp.web.demo.svc.clusterset.local." || second.Answer[0].Header().Ttl != 5 || second.Extra[0].Header().Ttl != 5 {
-		t.Fatalf("a reply's edit leaked into the next reply: %v %v", second.Answer, second.Extra)
+}
+
+// records is a reply's answer and additional records, one a line, sorted.
+func records(m *dns.Msg) string {
+	var lines []string
+	for _, rr := range append(slices.Clone(m.Answer), m.Extra...) {
+		lines = append(lines, rr.String())
 	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 // At the service's own name, one SRV record per target and port number: ports

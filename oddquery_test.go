@@ -32,14 +32,18 @@ func TestOddQueries(t *testing.T) {
 	})
 }
 
+// A message without a question asks nothing of our zones: it goes to the
+// next plugin, and the plugin writes nothing itself.
 func TestNoQuestion(t *testing.T) {
 	m := newTestPlugin(t, fixture()...)
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("panic: %v", r)
-		}
-	}()
+	next := &nextHandler{}
+	m.Next = next
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	m.Next = &nextHandler{}
-	m.ServeDNS(context.Background(), rec, new(dns.Msg))
+	rcode, err := m.ServeDNS(context.Background(), rec, new(dns.Msg))
+	if !next.called || rcode != dns.RcodeRefused || err != nil {
+		t.Errorf("next called %v, rcode %s, err %v; want the next plugin's REFUSED", next.called, dns.RcodeToString[rcode], err)
+	}
+	if rec.Msg == nil || rec.Msg.Rcode != dns.RcodeRefused {
+		t.Errorf("reply %v, want only the next plugin's", rec.Msg)
+	}
 }

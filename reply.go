@@ -1,11 +1,16 @@
 package multicluster
 
-import "github.com/miekg/dns"
+import (
+	"net"
+
+	"github.com/miekg/dns"
+)
 
 // reply is a reply with room for its question, its SOA and a few records, so
 // that a typical answer costs one allocation. The snapshot's records are
 // shared by every query, and plugins such as rewrite and cache edit replies in
-// place, so a reply always holds copies.
+// place, so a reply always holds copies: of the records, and of their
+// addresses' bytes.
 type reply struct {
 	msg   dns.Msg
 	q     [1]dns.Question
@@ -18,14 +23,15 @@ type reply struct {
 	aBuf  [2]dns.A
 	srvB  [2]dns.SRV
 	aaaaB [1]dns.AAAA
-	ip4   [4]byte  // the address of the A records made for a ClusterSetIP service
-	ip6   [16]byte // and of its AAAA records
+	ips    []byte   // the bytes of the addresses of the reply's A and AAAA records
+	ipRoom [64]byte // ips' first block: 16 IPv4 or 4 IPv6 addresses
 }
 
 // newReply answers r as dns.Msg.SetReply does, with AA set.
 func newReply(r *dns.Msg) *reply {
 	rep := &reply{}
 	rep.a, rep.aaaa, rep.srvs = rep.aBuf[:0], rep.aaaaB[:0], rep.srvB[:0]
+	rep.ips = rep.ipRoom[:0]
 	m := &rep.msg
 	m.Id = r.Id
 	m.Response = true
@@ -87,9 +93,13 @@ func (rep *reply) records(rs []dns.RR, owner string) []dns.RR {
 func (rep *reply) clone(rr dns.RR, left int) dns.RR {
 	switch v := rr.(type) {
 	case *dns.A:
-		return push(&rep.a, *v, left)
+		c := push(&rep.a, *v, left)
+		c.A = rep.ip(v.A, left)
+		return c
 	case *dns.AAAA:
-		return push(&rep.aaaa, *v, left)
+		c := push(&rep.aaaa, *v, left)
+		c.AAAA = rep.ip(v.AAAA, left)
+		return c
 	case *dns.SRV:
 		return push(&rep.srvs, *v, left)
 	case *dns.SOA:
@@ -109,4 +119,16 @@ func push[T any](buf *[]T, v T, left int) *T {
 	}
 	*buf = append(*buf, v)
 	return &(*buf)[len(*buf)-1]
+}
+
+// ip copies an address's bytes into the reply's room for them, growing it by
+// a block for at least left addresses of that size when it is full, and
+// returns the copy, capped so that appending to it cannot overwrite the next.
+func (rep *reply) ip(b net.IP, left int) net.IP {
+	if len(rep.ips)+len(b) > cap(rep.ips) {
+		rep.ips = make([]byte, 0, left*len(b))
+	}
+	start := len(rep.ips)
+	rep.ips = append(rep.ips, b...)
+	return rep.ips[start:len(rep.ips):len(rep.ips)]
 }
