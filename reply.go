@@ -12,17 +12,17 @@ import (
 // place, so a reply always holds copies: of the records, and of their
 // addresses' bytes.
 type reply struct {
-	msg   dns.Msg
-	q     [1]dns.Question
-	soa   dns.SOA
-	slots [4]dns.RR
-	used  int
-	a     []dns.A
-	aaaa  []dns.AAAA
-	srvs  []dns.SRV
-	aBuf  [2]dns.A
-	srvB  [2]dns.SRV
-	aaaaB [1]dns.AAAA
+	msg    dns.Msg
+	q      [1]dns.Question
+	soa    dns.SOA
+	slots  [4]dns.RR
+	used   int
+	a      []dns.A
+	aaaa   []dns.AAAA
+	srvs   []dns.SRV
+	aBuf   [2]dns.A
+	srvB   [2]dns.SRV
+	aaaaB  [1]dns.AAAA
 	ips    []byte   // the bytes of the addresses of the reply's A and AAAA records
 	ipRoom [64]byte // ips' first block: 16 IPv4 or 4 IPv6 addresses
 }
