@@ -1,6 +1,8 @@
 package multicluster
 
 import (
+	"sync"
+
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/go-logr/logr"
@@ -23,9 +25,12 @@ func newKlogSink(p clog.P) *klogSink {
 	return &klogSink{Formatter: funcr.NewFormatter(funcr.Options{LogInfoLevel: &noLevel}), p: p}
 }
 
-// routeKlog sends klog's output, client-go's, to the plugin's logger. It is
-// called at each setup, as klog.InitFlags must not be (reload would panic).
-func routeKlog() { klog.SetLogger(logr.New(newKlogSink(log))) }
+// routeKlog sends klog's output, client-go's, to the plugin's logger, once
+// per process: klog.SetLogger is not safe while informers log, and a reload
+// sets the plugin up again while the old instance's informers still run.
+func routeKlog() { klogOnce.Do(func() { klog.SetLogger(logr.New(newKlogSink(log))) }) }
+
+var klogOnce sync.Once
 
 func (s *klogSink) Info(level int, msg string, kv ...any) {
 	_, args := s.FormatInfo(level, msg, kv)

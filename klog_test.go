@@ -17,7 +17,6 @@ func TestKlogGoesThroughThePluginLogger(t *testing.T) {
 	var buf bytes.Buffer
 	golog.SetOutput(&buf)
 	defer golog.SetOutput(discard{})
-	defer klog.ClearLogger()
 	if err := setup(caddy.NewTestController("dns", "multicluster")); err != nil {
 		t.Fatal(err)
 	}
