@@ -311,25 +311,7 @@ func (c *Controller) patient(what string, access *refusals, lw *toolscache.ListW
 			return true
 		}
 	}
-	list, watchF := lw.ListWithContextFunc, lw.WatchFuncWithContext
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			for {
-				obj, err := list(ctx, o)
-				if !wait(ctx, err) {
-					return obj, err
-				}
-			}
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			for {
-				w, err := watchF(ctx, o)
-				if !wait(ctx, err) {
-					return w, err
-				}
-			}
-		},
-	}
+	return retrying(lw, wait)
 }
 
 func (c *Controller) report(kind, namespace, name string, problems []string) {
@@ -724,4 +706,28 @@ func (c *Controller) publishStats() {
 	}
 	c.statsMu.Unlock()
 	c.cfg.OnStats(st)
+}
+
+// retrying calls lw's list and watch again for as long as wait, which may
+// sleep, says to after an error.
+func retrying(lw *toolscache.ListWatch, wait func(context.Context, error) bool) *toolscache.ListWatch {
+	list, watchF := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			for {
+				obj, err := list(ctx, o)
+				if !wait(ctx, err) {
+					return obj, err
+				}
+			}
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			for {
+				w, err := watchF(ctx, o)
+				if !wait(ctx, err) {
+					return w, err
+				}
+			}
+		},
+	}
 }

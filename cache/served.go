@@ -143,25 +143,7 @@ func (c *Controller) crdPermission(lw *toolscache.ListWatch) *toolscache.ListWat
 			return true
 		}
 	}
-	list, watchF := lw.ListWithContextFunc, lw.WatchFuncWithContext
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			for {
-				obj, err := list(ctx, o)
-				if !wait(ctx, err) {
-					return obj, err
-				}
-			}
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			for {
-				w, err := watchF(ctx, o)
-				if !wait(ctx, err) {
-					return w, err
-				}
-			}
-		},
-	}
+	return retrying(lw, wait)
 }
 
 // pokeDiscovery tells Run to ask discovery now and, with hurry, often for a
