@@ -82,9 +82,7 @@ type Controller struct {
 	crd        toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
 	crdChanged chan struct{}                  // a poke from crd's handlers to Run
 	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
-	crdDenied  atomic.Bool                    // the CRD may not be watched (logged once)
-	crdAccess  refusals                       // whether a refusal of the CRD watch is likely to pass
-	crdRetry   time.Duration                  // how often a refused CRD watch is tried again
+	crdAccess  *permission                    // the CRD watch's: while denied, discovery is polled
 	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
 	every      time.Duration                  // discovery interval while the CRD is not watched, and after a failure
 	idle       time.Duration                  // discovery interval while the CRD is watched and unchanged
@@ -97,8 +95,7 @@ type Controller struct {
 	unread   map[string]bool   // versions served but read by no view; nil before the first discovery
 	noCRD    bool              // no version is served (logged once)
 	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
-	denied   atomic.Bool       // list or watch was refused for lack of permission (logged once)
-	access   refusals          // whether a refusal of list or watch is likely to pass
+	access   *permission       // the ServiceImport and EndpointSlice watches'
 	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	statsMu   sync.Mutex
@@ -149,12 +146,26 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		lost:    map[string]string{},
 
 		crdChanged: make(chan struct{}, 1),
-		crdRetry:   crdDeniedRetry,
 		every:      pollDiscovery,
 		idle:       idleDiscovery,
 		hurry:      hurryDiscovery,
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
+	c.access = &permission{retry: 5 * time.Second,
+		denied: func(err error) {
+			c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
+				"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
+		},
+		granted: func(what string) { c.logf("%s: access granted", what) },
+	}
+	c.crdAccess = &permission{retry: crdDeniedRetry,
+		denied: func(err error) {
+			c.cfg.Log.Warningf("cannot watch the ServiceImport CRD, so API discovery is asked every %s to follow the versions served; "+
+				"grant get, list and watch on customresourcedefinitions named %s (deploy/rbac.yaml) to make it ask only when the CRD changes: %v",
+				pollDiscovery, ServiceImportCRD, err)
+		},
+		granted: func(string) { c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes") },
+	}
 	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec}
 	if cfg.Fallback {
 		spec.versions = append(spec.versions, V1alpha1)
@@ -164,7 +175,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	c.crd = c.newCRDWatch()
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", &c.access, &toolscache.ListWatch{
+	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -200,7 +211,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(sh *shape, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, &c.access, &toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -263,23 +274,34 @@ func (r *refusals) passing() bool {
 	return r.granted.Load() && time.Duration(now-r.since.Load()) < passingFor
 }
 
+// permission is what patient does when a group of watches is refused: a
+// refusal likely to pass is retried every passingRetry, unreported; one that
+// lasts is reported once, with denied, and retried every retry, until a
+// request is allowed again, which granted reports.
+type permission struct {
+	refusals
+	deniedNow atomic.Bool // a lasting refusal was reported, and nothing allowed since
+	retry     time.Duration
+	denied    func(err error)
+	granted   func(what string)
+}
+
 // patient makes list and watch calls wait out an unreachable API server,
 // retrying every retryEvery, instead of failing back to the informer, whose
 // exponential backoff would grow to 30s during a long outage and delay the
-// recovery by as much. A permission error is waited out as well, every 5
-// seconds, so that missing RBAC gives one clear log line rather than a
-// stream of client-go's; but one that is likely to pass (see refusals) is
-// retried every passingRetry, and not logged. Other errors the API server returns (404, 410) go
-// to the informer at once. Each outage and its end are logged once.
-func (c *Controller) patient(what string, access *refusals, lw *toolscache.ListWatch) *toolscache.ListWatch {
+// recovery by as much. A permission error is waited out as well, as access
+// says, so that missing RBAC gives one clear log line rather than a stream
+// of client-go's. Other errors the API server returns (404, 410) go to the
+// informer at once. Each outage and its end are logged once.
+func (c *Controller) patient(what string, access *permission, lw *toolscache.ListWatch) *toolscache.ListWatch {
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
 			access.allowed()
 			if c.apiDown.CompareAndSwap(true, false) {
 				c.logf("the API server answers again")
 			}
-			if c.denied.CompareAndSwap(true, false) {
-				c.logf("%s: access granted", what)
+			if access.deniedNow.CompareAndSwap(true, false) {
+				access.granted(what)
 			}
 			return false
 		}
@@ -292,11 +314,10 @@ func (c *Controller) patient(what string, access *refusals, lw *toolscache.ListW
 		case (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && access.passing():
 			every = passingRetry
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-			if c.denied.CompareAndSwap(false, true) {
-				c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
-					"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
+			if access.deniedNow.CompareAndSwap(false, true) {
+				access.denied(err)
 			}
-			every = 5 * time.Second
+			every = access.retry
 		case errors.As(err, &status):
 			return false
 		default:

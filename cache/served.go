@@ -68,12 +68,13 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, s
 
 // newCRDWatch watches the ServiceImport CRD, and nothing else, by name (the
 // RBAC rule may be limited to that name), and pokes Run whenever it changes.
-// An unreachable API server is waited out as for the other watches.
+// An unreachable API server, or a refusal, is waited out as for the other
+// watches; a lasting refusal is retried every crdDeniedRetry.
 // Only the CRD's name and resourceVersion are kept.
 func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 	res := c.dyn.Resource(crdResource)
 	byName := fields.OneTermEqualSelector("metadata.name", ServiceImportCRD).String()
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("the ServiceImport CRD", &c.crdAccess, c.crdPermission(&toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("the ServiceImport CRD", c.crdAccess, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName
 			return res.List(ctx, o)
@@ -82,7 +83,7 @@ func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 			o.FieldSelector = byName
 			return res.Watch(ctx, o)
 		},
-	})), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -110,40 +111,6 @@ func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 		DeleteFunc: func(any) { c.pokeDiscovery(true) },
 	})
 	return inf
-}
-
-// crdPermission waits out a refused CRD list or watch, trying again every
-// crdDeniedRetry, and logs once that discovery is polled meanwhile; a
-// refusal likely to pass (see refusals) is tried again every passingRetry.
-// Other errors go to the informer.
-func (c *Controller) crdPermission(lw *toolscache.ListWatch) *toolscache.ListWatch {
-	wait := func(ctx context.Context, err error) bool {
-		if err == nil {
-			c.crdAccess.allowed()
-			if c.crdDenied.CompareAndSwap(true, false) {
-				c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes")
-			}
-			return false
-		}
-		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
-			return false
-		}
-		retry := c.crdRetry
-		if c.crdAccess.passing() {
-			retry = passingRetry
-		} else if c.crdDenied.CompareAndSwap(false, true) {
-			c.cfg.Log.Warningf("cannot watch the ServiceImport CRD, so API discovery is asked every %s to follow the versions served; "+
-				"grant get, list and watch on customresourcedefinitions named %s (deploy/rbac.yaml) to make it ask only when the CRD changes: %v",
-				pollDiscovery, ServiceImportCRD, err)
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(retry):
-			return true
-		}
-	}
-	return retrying(lw, wait)
 }
 
 // pokeDiscovery tells Run to ask discovery now and, with hurry, often for a
@@ -175,7 +142,7 @@ func (c *Controller) discoveryGap() time.Duration {
 		return c.every
 	case time.Now().Before(c.hurryUntil):
 		return c.hurry
-	case c.crd.HasSynced() && !c.crdDenied.Load():
+	case c.crd.HasSynced() && !c.crdAccess.deniedNow.Load():
 		return c.idle
 	default:
 		return c.every

@@ -36,9 +36,9 @@ func TestDiscoveryGap(t *testing.T) {
 		{name: "discovery failed, CRD just changed", watched: true, failed: true, hurry: true, want: pollDiscovery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{crd: syncedInformer{synced: tc.watched}, discoErr: tc.failed,
+			c := &Controller{crd: syncedInformer{synced: tc.watched}, discoErr: tc.failed, crdAccess: &permission{},
 				every: pollDiscovery, idle: idleDiscovery, hurry: hurryDiscovery}
-			c.crdDenied.Store(tc.denied)
+			c.crdAccess.deniedNow.Store(tc.denied)
 			if tc.hurry {
 				c.crdHurry.Store(true)
 				c.poked()
