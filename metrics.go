@@ -4,56 +4,52 @@ import (
 	"context"
 	"sync"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/metricname"
 )
 
-const subsystem = "multicluster"
-
+// The metrics' names come from package metricname, which the dashboard and
+// alerting rules of deploy/monitoring are generated from; all of them are
+// under plugin.Namespace ("coredns_"), as TestMetricNames checks.
 var (
 	responses = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: subsystem,
-		Name:      "responses_total",
-		Help:      "Counter of answers in the multicluster zones, by result (success, NXDOMAIN, NODATA, SERVFAIL).",
-	}, []string{"server", "result"})
+		Name: metricname.Responses,
+		Help: "Counter of answers in the multicluster zones, by result (success, NXDOMAIN, NODATA, SERVFAIL).",
+	}, []string{metricname.Server, metricname.Result})
 
 	serviceImports = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: subsystem,
-		Name:      "serviceimports",
-		Help:      "Services answered, by the ServiceImport version their answers come from.",
-	}, []string{"version"})
+		Name: metricname.ServiceImports,
+		Help: "Services answered, by the ServiceImport version their answers come from.",
+	}, []string{metricname.Version})
 
 	endpoints = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: subsystem,
-		Name:      "endpoints",
-		Help:      "Ready headless endpoint names answered.",
+		Name: metricname.Endpoints,
+		Help: "Ready headless endpoint names answered.",
 	})
 
 	unreadVersions = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: subsystem,
-		Name:      "unread_versions",
-		Help:      "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
-	}, []string{"version"})
+		Name: metricname.UnreadVersions,
+		Help: "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
+	}, []string{metricname.Version})
 
 	skipped = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: subsystem,
-		Name:      "skipped_objects_total",
-		Help:      "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
-	}, []string{"kind", "reason"})
+		Name: metricname.SkippedObjects,
+		Help: "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
+	}, []string{metricname.Kind, metricname.Reason})
+
+	synced = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: metricname.Synced,
+		Help: "1 once the plugin has listed what it watches and answers from it, 0 before (it answers SERVFAIL until then).",
+	})
 )
 
 // resultLabel is the result label of each result.
-var resultLabel = [...]string{success: "success", nameError: "NXDOMAIN", noData: "NODATA", serverFailure: "SERVFAIL"}
+var resultLabel = [...]string{success: metricname.Success, nameError: metricname.NameError, noData: metricname.NoData, serverFailure: metricname.ServerFailure}
 
 // resultCounters are one server's response counters, by result.
 type resultCounters [len(resultLabel)]prometheus.Counter
@@ -76,7 +72,10 @@ func (m *Multicluster) counters(ctx context.Context) *resultCounters {
 	return actual.(*resultCounters)
 }
 
+// recordStats publishes what the cache answers; the cache calls it only once
+// synced, so it marks the plugin synced too.
 func recordStats(s cache.Stats) {
+	synced.Set(1)
 	for v, n := range s.Imports {
 		serviceImports.WithLabelValues(v).Set(float64(n))
 	}

@@ -214,6 +214,7 @@ func (m *Multicluster) start() error {
 		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})
 	m.backend = ctrl
+	synced.Set(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop, m.done = cancel, make(chan struct{})
 	go func() { defer close(m.done); ctrl.Run(ctx) }()

@@ -1,0 +1,86 @@
+// Package metricname names the metrics the multicluster plugin exports, their
+// labels and label values, and the CoreDNS metrics its dashboard and alerts
+// read beside them.
+//
+// It is the one place these names are spelled: metrics.go registers the
+// metrics under them, and the generator of deploy/monitoring
+// (hack/tools/monitoring) writes the dashboard's and the alerting rules'
+// queries from them, so a renamed metric changes both or fails to build. The
+// package imports nothing, so that the generator's module can use it without
+// the plugin's dependencies.
+package metricname
+
+const prefix = "coredns_multicluster_"
+
+// The plugin's metrics.
+const (
+	// Responses counts answers in the plugin's zones, by Server and Result.
+	Responses = prefix + "responses_total"
+	// ServiceImports is the number of services answered, by the Version of
+	// the ServiceImport their answers come from.
+	ServiceImports = prefix + "serviceimports"
+	// Endpoints is the number of ready headless endpoint names answered.
+	Endpoints = prefix + "endpoints"
+	// UnreadVersions is 1 for a Version the API server serves whose shape the
+	// configuration reads through no version, else 0.
+	UnreadVersions = prefix + "unread_versions"
+	// SkippedObjects counts objects, or parts of them, left out because they
+	// are unusable, by Kind and Reason.
+	SkippedObjects = prefix + "skipped_objects_total"
+	// Synced is 1 once the plugin has listed everything it watches and
+	// answers from it, 0 before (when it answers SERVFAIL).
+	Synced = prefix + "synced"
+)
+
+// Labels of the plugin's metrics.
+const (
+	Server  = "server"  // Responses: the server block, as CoreDNS's metrics name it
+	Result  = "result"  // Responses: one of the Result values
+	Version = "version" // ServiceImports, UnreadVersions: v1alpha1, v1beta1, v1alpha2
+	Kind    = "kind"    // SkippedObjects: ServiceImport or EndpointSlice
+	Reason  = "reason"  // SkippedObjects: why it was left out
+)
+
+// Values of the Result label.
+const (
+	Success       = "success"
+	NameError     = "NXDOMAIN"
+	NoData        = "NODATA"
+	ServerFailure = "SERVFAIL"
+)
+
+// Values of the Version label: the ServiceImport versions, in the shape they
+// read. V1alpha1 and V1beta1 read the spec/status shape, V1alpha2 the root
+// shape.
+const (
+	V1alpha1 = "v1alpha1"
+	V1beta1  = "v1beta1"
+	V1alpha2 = "v1alpha2"
+)
+
+// CoreDNS's own metrics (its prometheus plugin), read beside the plugin's.
+const (
+	// RequestDuration is the histogram of request handling time by server,
+	// zone, view and type; its series are RequestDuration + "_bucket",
+	// "_sum" and "_count".
+	RequestDuration = "coredns_dns_request_duration_seconds"
+	// Requests counts requests by server, zone, view, proto, family and type.
+	Requests = "coredns_dns_requests_total"
+	// PluginEnabled is 1 for each plugin, by server, zone, view and name,
+	// that a server block runs.
+	PluginEnabled = "coredns_plugin_enabled"
+	// Panics counts panics CoreDNS recovered from.
+	Panics = "coredns_panics_total"
+	// ResidentMemory is the process's resident memory (the Go client's
+	// process collector).
+	ResidentMemory = "process_resident_memory_bytes"
+	// ProcessStart is when the process started, in seconds since the epoch.
+	ProcessStart = "process_start_time_seconds"
+	// Zone is the label of CoreDNS's request metrics that holds the zone
+	// that answered, fully qualified ("clusterset.local.").
+	Zone = "zone"
+	// Name is the label of PluginEnabled that holds the plugin's name.
+	Name = "name"
+	// Plugin is the value of Name for this plugin.
+	Plugin = "multicluster"
+)
