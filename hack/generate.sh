@@ -6,7 +6,11 @@
 #     plugin's go.mod requires) plus the v1alpha2 version controller-gen
 #     generates from apis/v1alpha2 (served, not storage);
 #   - deploy/crds-v1alpha2-storage/multicluster.x-k8s.io_serviceimports.yaml:
-#     the same with v1alpha2 as the storage version.
+#     the same with v1alpha2 as the storage version;
+#   - deploy/monitoring/: the Grafana dashboard (JSON, and a ConfigMap for
+#     Grafana's dashboard sidecar) and the Prometheus alerting rules (a rules
+#     file for promtool, and a PrometheusRule), from hack/tools/monitoring,
+#     whose queries name the metrics through package metricname.
 #
 # Usage: hack/generate.sh [DIR]
 # writes them under DIR (the repository when omitted) at the same relative
@@ -48,3 +52,5 @@ file=multicluster.x-k8s.io_serviceimports.yaml
 	-v1alpha2 "$tmp/$file" \
 	-o "$out/deploy/crds/$file" \
 	-o-v1alpha2-storage "$out/deploy/crds-v1alpha2-storage/$file")
+
+(cd hack/tools && go run ./monitoring -o "$out")

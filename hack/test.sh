@@ -2,13 +2,15 @@
 # Runs every check of the repository and exits non-zero when any fails:
 #   - gofmt over all tracked and untracked Go files (.cache excluded);
 #   - go vet and go test -race for the plugin's module;
+#   - promtool check rules and promtool test rules on the alerting rules of
+#     deploy/monitoring (promtool from Debian's prometheus package);
 #   - go vet for the end-to-end module (test/e2e);
 #   - go build -race of CoreDNS with the plugin (./cmd/coredns);
 #   - the end-to-end tests: real etcd and kube-apiserver (built from source by
 #     hack/realenv/build.sh into .cache/bin, about 20 minutes the first time on
 #     2 cores, reused afterwards), the project's CoreDNS, and dig.
-# It installs dig (bind9-dnsutils) and a C compiler for -race when missing,
-# with apt-get when run as root. Full logs go to .cache/test-logs/.
+# It installs dig (bind9-dnsutils), promtool (prometheus) and a C compiler for
+# -race when missing, with apt-get when run as root. Full logs go to .cache/test-logs/.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +39,10 @@ apt_install() {
 if ! command -v dig >/dev/null; then
 	step "installing dig (apt-get install bind9-dnsutils)"
 	apt_install bind9-dnsutils
+fi
+if ! command -v promtool >/dev/null; then
+	step "installing promtool (apt-get install prometheus)"
+	apt_install prometheus
 fi
 if ! command -v "$(go env CC)" >/dev/null; then
 	step "installing a C compiler for go test -race (apt-get install gcc libc6-dev)"
@@ -107,6 +113,13 @@ else
 fi
 rm -rf "$gendir"
 
+# The alerting rules hack/generate.sh writes, and their unit tests: each alert
+# fires, and does not, on series shaped like what the plugin exports.
+step "alerting rules (promtool check rules, promtool test rules)"
+(cd deploy/monitoring/prometheus &&
+	promtool check rules coredns-multicluster.rules.yaml &&
+	promtool test rules coredns-multicluster.rules_test.yaml) || fail "promtool (deploy/monitoring/prometheus)"
+
 gotest unit . -race -count=1 -timeout 20m ./...
 
 step "fuzzing, 20s a target (go test -fuzz)"
@@ -119,8 +132,8 @@ step "go vet ./... (test/e2e)"
 step "go vet and go test (hack/image)"
 (cd hack/image && go vet ./... && go test -count=1 ./...) || fail "hack/image"
 if [ -f bench/go.mod ]; then
-	step "go vet ./... (bench)"
-	(cd bench && go vet ./...) || fail "go vet (bench)"
+	step "go vet and go test (bench)"
+	(cd bench && go vet ./... && go test -count=1 ./...) || fail "bench"
 fi
 
 # The binary of the image, built exactly as the Dockerfile builds it

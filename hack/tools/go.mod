@@ -1,6 +1,8 @@
 // Module tools pins the code generators of the repository (controller-gen) and
-// holds the program that merges the ServiceImport CRD (crdgen). It is a module
-// of its own so that the plugin's go.mod never carries controller-tools.
+// holds the programs that merge the ServiceImport CRD (crdgen) and write
+// deploy/monitoring (monitoring, with the Grafana Foundation SDK). It is a
+// module of its own so that the plugin's go.mod never carries them; it reads
+// the plugin's package metricname through the replace below.
 module github.com/clustersetdns/multicluster/hack/tools
 
 go 1.26.0
@@ -8,6 +10,8 @@ go 1.26.0
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
 
 require (
+	github.com/clustersetdns/multicluster v0.0.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	golang.org/x/mod v0.41.0
 	k8s.io/apiextensions-apiserver v0.37.0
 	sigs.k8s.io/mcs-api v0.5.2
@@ -18,7 +22,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
 	github.com/go-openapi/swag v0.27.1 // indirect
@@ -46,15 +50,15 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
-	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.0 // indirect
-	k8s.io/apimachinery v0.37.0 // indirect
+	k8s.io/api v0.37.1 // indirect
+	k8s.io/apimachinery v0.37.1 // indirect
 	k8s.io/code-generator v0.37.0 // indirect
 	k8s.io/gengo/v2 v2.0.0-20260408192533-25e2208e0dc3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
@@ -65,3 +69,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The plugin itself, for package metricname (which imports nothing).
+replace github.com/clustersetdns/multicluster => ../..
