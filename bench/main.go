@@ -47,6 +47,7 @@ type config struct {
 	propRate             int
 	propDuration         time.Duration
 	markdown             string
+	charts               string
 	stockStorage         string
 	quiet                float64
 	quietWait            time.Duration
@@ -81,6 +82,7 @@ func main() {
 	flag.BoolVar(&withPprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
 	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
 	flag.StringVar(&c.markdown, "markdown", "", "also write the results as Markdown to this file (default <out>/results.md)")
+	flag.StringVar(&c.charts, "charts", "", "write the charts (SVG) into this directory; the Markdown embeds them (default <out>)")
 	flag.Parse()
 	var err error
 	if c.scaleImports, err = parseSizes(*scaleImports, c.imports); err != nil {
@@ -156,6 +158,12 @@ func run(c config) error {
 	}
 	if c.markdown == "" {
 		c.markdown = filepath.Join(c.out, "results.md")
+	}
+	if c.charts == "" {
+		c.charts = c.out
+	}
+	if err := os.MkdirAll(c.charts, 0o755); err != nil {
+		return err
 	}
 	rep := &report{cfg: c, started: time.Now()}
 	rep.machine()
@@ -251,10 +259,22 @@ func run(c config) error {
 	text := rep.String()
 	fmt.Println()
 	fmt.Print(text)
-	if err := os.WriteFile(c.markdown, []byte(rep.Markdown()), 0o644); err != nil {
+	charts, err := rep.charts(c.charts)
+	if err != nil {
 		return err
 	}
-	logf("results written to %s; logs, Corefiles and query files in %s", c.markdown, c.out)
+	md := rep.Markdown()
+	for _, name := range charts {
+		rel, err := filepath.Rel(filepath.Dir(c.markdown), filepath.Join(c.charts, name))
+		if err != nil {
+			rel = filepath.Join(c.charts, name)
+		}
+		md += fmt.Sprintf("\n![%s](%s)\n", strings.TrimSuffix(name, ".svg"), filepath.ToSlash(rel))
+	}
+	if err := os.WriteFile(c.markdown, []byte(md), 0o644); err != nil {
+		return err
+	}
+	logf("results written to %s, charts %v to %s; logs, Corefiles and query files in %s", c.markdown, charts, c.charts, c.out)
 	return nil
 }
 

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The servers' colours, the same in every chart.
+var serverColor = map[string]color.Color{
+	"floor": color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
+	"stock": color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff},
+	"ours":  color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff},
+}
+
+// charts writes the run's pictures into dir as SVG and returns their file
+// names: qps.svg (median QPS per mix for floor, stock and ours) when QPS was
+// measured, and memory.svg and ready.svg (RssAnon and time to ready against
+// the number of imports, stock and ours) when footprints were.
+func (r *report) charts(dir string) ([]string, error) {
+	var written []string
+	save := func(p *plot.Plot, name string, w vg.Length) error {
+		if err := p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("chart %s: %w", name, err)
+		}
+		written = append(written, name)
+		return nil
+	}
+	if len(r.results) > 0 {
+		p, err := r.qpsChart()
+		if err != nil {
+			return written, err
+		}
+		if err := save(p, "qps.svg", 16*vg.Centimeter); err != nil {
+			return written, err
+		}
+	}
+	if len(r.footprints) > 0 {
+		for _, c := range []struct {
+			name, title, unit string
+			value             func(footprint) float64
+		}{
+			{"memory.svg", "Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 }},
+			{"ready.svg", "Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() }},
+		} {
+			p, err := r.footprintChart(c.title, c.unit, c.value)
+			if err != nil {
+				return written, err
+			}
+			if err := save(p, c.name, 12*vg.Centimeter); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// qpsChart is one group of bars per mix, a bar per server: the median QPS of
+// its runs. The floor runs only the mixes it can answer.
+func (r *report) qpsChart() (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Queries per second (median of rounds, one core)"
+	p.Y.Label.Text = "QPS"
+	p.Y.Min = 0
+	var names []string
+	for _, m := range r.mixes {
+		names = append(names, m.Label)
+	}
+	p.NominalX(names...)
+	servers := []string{"floor", "stock", "ours"}
+	width := vg.Points(18)
+	highest := 0.0
+	for i, s := range servers {
+		values := make(plotter.Values, len(r.mixes))
+		for j, m := range r.mixes {
+			values[j], _, _, _ = r.stat(s, m.Key, qpsOf)
+			highest = max(highest, values[j])
+		}
+		bars, err := plotter.NewBarChart(values, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = serverColor[s]
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(i-1) * width
+		p.Add(bars)
+		p.Legend.Add(s, bars)
+	}
+	p.Y.Max = 1.25 * highest // room for the legend above the bars
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// footprintChart is a line per server family (stock, ours) of value against
+// the number of imports, from the footprints that measured it.
+func (r *report) footprintChart(title, unit string, value func(footprint) float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "ServiceImports"
+	p.Y.Label.Text = unit
+	p.Y.Min = 0
+	for _, family := range []string{"stock", "ours"} {
+		var pts plotter.XYs
+		for _, f := range r.footprints {
+			if strings.HasPrefix(f.Server, family) && value(f) > 0 {
+				pts = append(pts, plotter.XY{X: float64(f.Imports), Y: value(f)})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, points.Color = serverColor[family], serverColor[family]
+		p.Add(line, points)
+		p.Legend.Add(family, line, points)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
