@@ -162,10 +162,11 @@ func runDnsperf(ctx context.Context, s *server, m mix, o perfOpts, logPath strin
 	ctx, cancel := context.WithTimeout(ctx, o.Duration+60*time.Second)
 	defer cancel()
 	secs := strconv.Itoa(int(o.Duration.Round(time.Second).Seconds()))
-	cmd := exec.CommandContext(ctx, "taskset", "-c", o.CPU, "dnsperf",
+	args := []string{"taskset", "-c", o.CPU, "dnsperf",
 		"-s", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-d", m.File,
 		"-l", secs, "-c", strconv.Itoa(o.Clients), "-q", strconv.Itoa(o.Outstanding),
-		"-T", "1", "-t", "5", "-b", "1024", "-e")
+		"-T", "1", "-t", "5", "-b", "1024", "-e"}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	serverCPU := o.ServerCPU
 	load, _ := os.ReadFile("/proc/loadavg")
 	res.LoadAvg = strings.Join(strings.Fields(string(load))[:3], " ")

@@ -352,3 +352,51 @@ func loadFixture(ctx context.Context, clusters []*cluster, n int) error {
 		n, clusters[0].fx.clusters, clusters[0].fx.endpoints, len(clusters), time.Since(start).Seconds())
 	return nil
 }
+
+// churnHeadless is how many small headless imports -scale creates for the
+// EndpointSlice writes of the churn measurement: churn-<i>.headless, each
+// with one EndpointSlice of one endpoint. At 100 writes a second each is
+// rewritten every few seconds, long after its last write was answered.
+const churnHeadless = 500
+
+func churnName(i int) string { return fmt.Sprintf("churn-%03d", i) }
+
+func churnFQDN(i int) string { return churnName(i) + "." + headlessNamespace + ".svc." + zone + "." }
+
+// createChurnHeadless creates the churn imports and their EndpointSlices.
+func (c *cluster) createChurnHeadless(ctx context.Context) error {
+	return parallel(ctx, 16, churnHeadless, func(ctx context.Context, i int) error {
+		u := c.shape.serviceImport(headlessNamespace, churnName(i), "Headless", nil, 1)
+		_, err := c.dyn.Resource(c.shape.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      churnName(i),
+				Namespace: headlessNamespace,
+				Labels: map[string]string{
+					labelServiceName:                         churnName(i),
+					labelSourceCluster:                       clusterID(0),
+					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
+				},
+			},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](portNumber)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.151.%d.%d", i>>8, i&255)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		}
+		_, err = c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// setEndpoint replaces churn import i's one endpoint address with one merge
+// patch of its EndpointSlice.
+func (c *cluster) setEndpoint(ctx context.Context, i int, ip string) error {
+	patch := fmt.Sprintf(`{"endpoints":[{"addresses":[%q],"conditions":{"ready":true}}]}`, ip)
+	_, err := c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Patch(ctx, churnName(i), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}

@@ -48,6 +48,8 @@ type config struct {
 	propDuration         time.Duration
 	markdown             string
 	charts               string
+	propESRate           int
+	replicas             int
 	stockStorage         string
 	quiet                float64
 	quietWait            time.Duration
@@ -75,7 +77,9 @@ func main() {
 	flag.BoolVar(&c.scale, "scale", false, "also measure memory (RSS, Go heap) and time to ready at each -scale-imports, and propagation latency at the largest")
 	scaleImports := flag.String("scale-imports", "10000,100000", "comma-separated numbers of ClusterSetIP imports at which -scale measures memory and time to ready; propagation at the largest")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading memory again (-scale)")
-	flag.IntVar(&c.propRate, "prop-rate", 100, "API writes per second for the propagation measurement (-scale)")
+	flag.IntVar(&c.propRate, "prop-rate", 100, "ServiceImport writes per second for the propagation measurement (-scale)")
+	flag.IntVar(&c.propESRate, "prop-es-rate", 100, "EndpointSlice writes per second for the propagation measurement, beside the ServiceImport writes (-scale)")
+	flag.IntVar(&c.replicas, "replicas", 20, "replicas of each server started together at the largest -scale-imports, to measure the API server's load (0: none)")
 	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
 	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
 	flag.DurationVar(&c.quietWait, "quiet-wait", 5*time.Second, "... but no longer than this")
@@ -437,6 +441,13 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, starters m
 				return err
 			}
 		}
+		var scaleMix mix
+		if largest {
+			var err error
+			if scaleMix, err = prepareChurn(ctx, c, fx, size, oursCl, stockCl); err != nil {
+				return err
+			}
+		}
 		for _, k := range []struct {
 			name string
 			cl   *cluster
@@ -458,19 +469,91 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, starters m
 				s.Stop()
 				continue
 			}
-			pctx, pcancel := context.WithTimeout(ctx, c.propDuration+2*time.Minute)
-			p, err := measurePropagation(pctx, k.cl, s, c.propRate, c.propDuration)
-			pcancel()
+			quiet, p, err := measureChurn(ctx, c, k.cl, s, scaleMix)
 			s.Stop()
 			if err != nil {
 				return fmt.Errorf("propagation, %s: %w", k.name, err)
 			}
-			rep.props = append(rep.props, p)
-			logf("scale: %-5s propagation of %d writes at %.0f/s: p50 %.1fms p90 %.1fms p99 %.1fms max %.1fms (API ack p50 %.1fms p99 %.1fms; ack to answer p50 %.1fms p99 %.1fms); %d seen; others took %s of the CPUs",
-				k.name, p.Writes, p.Achieved, ms(p.P50), ms(p.P90), ms(p.P99), ms(p.Max), ms(p.AckP50), ms(p.AckP99), ms(p.AfterAckP50), ms(p.AfterAckP99), p.Seen, pct(p.Others))
+			rep.props = append(rep.props, quiet, p)
+			logf("scale: %-5s propagation alone: p50 %.1fms p99 %.1fms", k.name, ms(quiet.P50), ms(quiet.P99))
+			logf("scale: %-5s propagation of %d ServiceImport writes at %.0f/s and %d EndpointSlice writes at %.0f/s: p50 %.1fms p90 %.1fms p99 %.1fms max %.1fms (API ack p50 %.1fms p99 %.1fms; ack to answer p50 %.1fms p99 %.1fms); %d seen; others took %s of the CPUs; A QPS idle %.0f, while writing %.0f",
+				k.name, p.Writes, p.Achieved, p.ESWrites, p.ESAchieved, ms(p.P50), ms(p.P90), ms(p.P99), ms(p.Max), ms(p.AckP50), ms(p.AckP99), ms(p.AfterAckP50), ms(p.AfterAckP99), p.Seen, pct(p.Others), p.Idle.QPS, p.Busy.QPS)
+		}
+		if largest && c.replicas > 0 {
+			for _, k := range []struct {
+				name string
+				cl   *cluster
+			}{{"stock", stockCl}, {"ours", oursCl}} {
+				waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+				st := starters[k.name]
+				r, err := measureReplicas(ctx, k.cl, func(sfx string, metrics bool) (*server, error) { return st(fmt.Sprintf("-%d", size)+sfx, metrics) },
+					k.name, k.name, c.replicas)
+				if err != nil {
+					return fmt.Errorf("%d replicas of %s: %w", c.replicas, k.name, err)
+				}
+				rep.replicas = append(rep.replicas, r)
+				logf("scale: %s", r)
+			}
 		}
 	}
 	return nil
+}
+
+// measureChurn measures, with server s at the largest number of imports, the
+// propagation of writes to its answers: ServiceImports and EndpointSlices
+// written at -prop-rate and -prop-es-rate a second, first alone and then
+// again while dnsperf asks A queries, and its A-query throughput alone and
+// during those writes. The control planes share dnsperf's CPU, as in the QPS
+// runs: on two CPUs, dnsperf at full speed and the API server serving 200
+// writes a second slow each other, which is why the quiet propagation is
+// measured too.
+func measureChurn(ctx context.Context, c config, cl *cluster, s *server, m mix) (quiet, busy propagation, err error) {
+	if err := pinChildren(c.loadCPU, "etcd", "kube-apiserver"); err != nil {
+		return quiet, busy, err
+	}
+	defer func() { _ = pinChildren(allCPUs(), "etcd", "kube-apiserver") }()
+	pctx, cancel := context.WithTimeout(ctx, 2*c.propDuration+4*time.Minute)
+	defer cancel()
+	if quiet, err = measurePropagation(pctx, cl, s, c.propRate, c.propESRate, c.propDuration, nil); err != nil {
+		return quiet, busy, err
+	}
+	o := perfOpts{CPU: c.loadCPU, ServerCPU: c.serverCPU, Duration: c.duration, Clients: c.clients, Outstanding: c.outstanding}
+	waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+	idle, err := runDnsperf(ctx, s, m, o, filepath.Join(c.out, fmt.Sprintf("dnsperf-scale-idle-%s.txt", s.Name)))
+	if err != nil {
+		return quiet, busy, err
+	}
+	var during perfResult
+	busy, err = measurePropagation(pctx, cl, s, c.propRate, c.propESRate, c.propDuration, func(ctx context.Context) error {
+		var err error
+		during, err = runDnsperf(ctx, s, m, o, filepath.Join(c.out, fmt.Sprintf("dnsperf-scale-writes-%s.txt", s.Name)))
+		return err
+	})
+	busy.Label += ", during dnsperf"
+	busy.Idle, busy.Busy = idle, during
+	return quiet, busy, err
+}
+
+// prepareChurn creates the churn imports in both control planes (when
+// EndpointSlices are to be written) and writes the query file of A queries
+// over size imports.
+func prepareChurn(ctx context.Context, c config, fx fixture, size int, oursCl, stockCl *cluster) (mix, error) {
+	if c.propESRate > 0 {
+		if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error {
+			return []*cluster{oursCl, stockCl}[k].createChurnHeadless(ctx)
+		}); err != nil {
+			return mix{}, fmt.Errorf("churn imports: %w", err)
+		}
+	}
+	dir := filepath.Join(c.out, "scale")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return mix{}, err
+	}
+	mixes, err := writeMixes(dir, fx, size, c.queryLines, c.seed)
+	if err != nil {
+		return mix{}, err
+	}
+	return mixes[0], nil
 }
 
 // scaleLoad adds imports to both control planes at once until each has size,

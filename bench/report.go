@@ -24,6 +24,7 @@ type report struct {
 	footprints []footprint
 	loads      []load
 	props      []propagation
+	replicas   []replicaStart
 }
 
 // load is one step of -scale's loading: imports in each control plane after
@@ -242,6 +243,14 @@ func (r *report) String() string {
 	if len(r.props) > 0 {
 		fmt.Fprintf(&b, "\n%s:\n", r.propTitle())
 		b.WriteString(table(r.propRows()))
+		if rows := r.churnRows(); len(rows) > 1 {
+			fmt.Fprintf(&b, "\n%s:\n", churnTitle)
+			b.WriteString(table(rows))
+		}
+	}
+	if len(r.replicas) > 0 {
+		fmt.Fprintf(&b, "\n%s:\n", replicasTitle)
+		b.WriteString(table(r.replicaRows()))
 	}
 	return b.String()
 }
@@ -344,17 +353,56 @@ func (r *report) footprintRatioRows() [][]string {
 }
 
 func (r *report) propTitle() string {
-	return fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips) to the first DNS answer with the new address",
+	return fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips, or of one churn import's EndpointSlice) to the first DNS answer with the new address",
 		r.props[0].Imports)
 }
 
 func (r *report) propRows() [][]string {
-	rows := [][]string{{"server", "imports", "writes", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99", "others' CPU"}}
+	rows := [][]string{{"server", "imports", "writes (ServiceImport + EndpointSlice)", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99", "others' CPU"}}
 	for _, p := range r.props {
-		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprint(p.Writes), fmt.Sprintf("%.0f/s", p.Achieved),
+		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%d + %d", p.Writes, p.ESWrites), fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved),
 			fmt.Sprint(p.Seen), fmt.Sprintf("%.1f ms", ms(p.P50)), fmt.Sprintf("%.1f ms", ms(p.P90)),
 			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50)),
 			fmt.Sprintf("%.1f ms", ms(p.AckP99)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP50)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP99)), pct(p.Others)})
+	}
+	return rows
+}
+
+const (
+	churnTitle    = "serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes"
+	replicasTitle = "replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile"
+)
+
+func (r *report) churnRows() [][]string {
+	rows := [][]string{{"server", "imports", "QPS alone", "QPS while writing", "while writing / alone", "per CPU-second: while writing / alone", "write to answer p99, no queries", "write to answer p99, during dnsperf", "writes answered"}}
+	for _, p := range r.props {
+		if p.Idle.QPS == 0 {
+			continue
+		}
+		alone := "-"
+		for _, q := range r.props {
+			if q.Server == p.Server && q.Idle.QPS == 0 {
+				alone = fmt.Sprintf("%.1f ms", ms(q.P99))
+			}
+		}
+		div := func(a, b float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%.0f", p.Idle.QPS), fmt.Sprintf("%.0f", p.Busy.QPS),
+			div(p.Busy.QPS, p.Idle.QPS), div(p.Busy.PerCPU(), p.Idle.PerCPU()), alone, fmt.Sprintf("%.1f ms", ms(p.P99)),
+			fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites)})
+	}
+	return rows
+}
+
+func (r *report) replicaRows() [][]string {
+	rows := [][]string{{"server", "replicas", "imports", "all ready in", "kube-apiserver CPU", "kube-apiserver VmRSS before", "peak", "growth"}}
+	for _, x := range r.replicas {
+		rows = append(rows, []string{x.Label, fmt.Sprint(x.Replicas), fmt.Sprint(x.Imports), fmt.Sprintf("%.1f s", x.AllReady.Seconds()),
+			fmt.Sprintf("%.1f CPU-s", x.APICPU), mib(x.APIBefore), mib(x.APIPeak), mib(x.APIPeak - x.APIBefore)})
 	}
 	return rows
 }
@@ -436,6 +484,14 @@ func (r *report) Markdown() string {
 		t := r.propTitle()
 		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(t[:1])+t[1:])
 		b.WriteString(mdTable(r.propRows()))
+		if rows := r.churnRows(); len(rows) > 1 {
+			fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(churnTitle[:1])+churnTitle[1:])
+			b.WriteString(mdTable(rows))
+		}
+	}
+	if len(r.replicas) > 0 {
+		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(replicasTitle[:1])+replicasTitle[1:])
+		b.WriteString(mdTable(r.replicaRows()))
 	}
 	if len(r.diffs) > 0 {
 		b.WriteString("\nQuestions answered differently by stock and ours (SOA serials ignored):\n\n")

@@ -32,10 +32,17 @@ type footprint struct {
 type propagation struct {
 	Server, Label string
 	Imports       int
-	Rate          float64 // writes per second asked
-	Achieved      float64 // writes per second sent
-	Writes, Seen  int
+	Rate          float64 // ServiceImport writes per second asked
+	Achieved      float64 // ServiceImport writes per second sent
+	Writes, Seen  int     // Seen counts the writes of both kinds answered
 	WriteErrors   int
+	// EndpointSlice writes, when the run sent them (ESRate > 0), and how
+	// many of them were answered.
+	ESRate, ESAchieved float64
+	ESWrites, ESSeen   int
+	// Idle and Busy are the server's A-query dnsperf runs alone and while
+	// the writes were sent (zero when not measured).
+	Idle, Busy perfResult
 	// Seen latencies from sending the write to the first DNS answer that
 	// holds the new address; Ack, from sending to the API server's response.
 	P50, P90, P99, Max time.Duration
@@ -92,21 +99,54 @@ func hasA(r *dns.Msg, ip string) bool {
 	return false
 }
 
-// measurePropagation changes the ClusterSetIP of distinct imports at rate
-// writes per second for d, each with one merge patch, and measures for each
+// writeStream is one kind of write the propagation measurement sends at its
+// own rate: target names write k's DNS name and the address it sets, and
+// write sends it.
+type writeStream struct {
+	rate   int
+	n      int
+	target func(k int) (name, ip string)
+	write  func(ctx context.Context, k int, ip string) error
+}
+
+// measurePropagation writes at rate per second for d: merge patches of the
+// ClusterSetIP of distinct imports and, with esRate, merge patches of the
+// churn imports' EndpointSlices at esRate per second, and measures for each
 // write the time from sending it to the first DNS answer holding the new
 // address. One watcher asks s, over one UDP socket and one question at a
 // time, for every pending name in turn, so that the polling adds at most one
 // query in flight to the server's load; a name is given up after 15 seconds.
-func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d time.Duration) (propagation, error) {
-	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate)}
+// during, when not nil, runs while the writes are sent (the dnsperf run
+// under load).
+func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate int, d time.Duration, during func(context.Context) error) (propagation, error) {
+	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate), ESRate: float64(esRate)}
 	others := newOthersMeter(s.PID())
-	writes := int(float64(rate) * d.Seconds())
-	if writes > c.loaded {
-		writes = c.loaded // one write per import, so answers cannot be confused
-	}
-	if writes > 1<<16 {
-		writes = 1 << 16
+	writes := min(int(float64(rate)*d.Seconds()), c.loaded, 1<<16) // one write per import, so answers cannot be confused
+	streams := []writeStream{{
+		rate: rate, n: writes,
+		target: func(k int) (string, string) {
+			i := (k * 7919) % c.loaded // spread over namespaces and names
+			if c.loaded%7919 == 0 {
+				i = k
+			}
+			return c.fx.name(i), fmt.Sprintf("10.150.%d.%d", (k>>8)&255, k&255)
+		},
+		write: func(ctx context.Context, k int, ip string) error {
+			i := (k * 7919) % c.loaded
+			if c.loaded%7919 == 0 {
+				i = k
+			}
+			return c.setIP(ctx, i, ip)
+		},
+	}}
+	if esRate > 0 {
+		streams = append(streams, writeStream{
+			rate: esRate, n: min(int(float64(esRate)*d.Seconds()), 1<<16),
+			target: func(k int) (string, string) {
+				return churnFQDN(k % churnHeadless), fmt.Sprintf("10.152.%d.%d", (k>>8)&255, k&255)
+			},
+			write: func(ctx context.Context, k int, ip string) error { return c.setEndpoint(ctx, k%churnHeadless, ip) },
+		})
 	}
 	var (
 		mu       sync.Mutex // guards ack, errs, firstErr
@@ -118,55 +158,74 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}}
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- w.run(ctx) }()
+	duringDone := make(chan error, 1)
+	if during != nil {
+		go func() { duringDone <- during(ctx) }()
+	} else {
+		duringDone <- nil
+	}
 
 	sem := make(chan struct{}, 256)
-	interval := time.Second / time.Duration(rate)
 	start := time.Now()
-	for k := range writes {
-		// Paced by the clock, not a ticker, so that a late write does not
-		// lower the rate.
-		select {
-		case <-ctx.Done():
-			return p, ctx.Err()
-		case <-time.After(time.Until(start.Add(time.Duration(k) * interval))):
-		}
-		sem <- struct{}{}
-		i := (k * 7919) % c.loaded // spread over namespaces and names
-		if c.loaded%7919 == 0 {
-			i = k
-		}
-		ip := fmt.Sprintf("10.150.%d.%d", (k>>8)&255, k&255)
-		wg.Go(func() {
-			defer func() { <-sem }()
-			sent := time.Now()
-			w.add(k, pendingWrite{name: c.fx.name(i), ip: ip, sent: sent})
-			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := c.setIP(wctx, i, ip)
-			cancel()
-			acked := time.Since(sent)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				w.drop(k)
-				errs++
-				if firstErr == nil {
-					firstErr = err
+	var sendTimes [2]time.Duration
+	var senders sync.WaitGroup
+	for si, st := range streams {
+		senders.Go(func() {
+			interval := time.Second / time.Duration(st.rate)
+			for k := range st.n {
+				// Paced by the clock, not a ticker, so that a late write does
+				// not lower the rate.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Until(start.Add(time.Duration(k) * interval))):
 				}
-				return
+				sem <- struct{}{}
+				key := si<<20 | k
+				name, ip := st.target(k)
+				wg.Go(func() {
+					defer func() { <-sem }()
+					sent := time.Now()
+					w.add(key, pendingWrite{name: name, ip: ip, sent: sent})
+					wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					err := st.write(wctx, k, ip)
+					cancel()
+					acked := time.Since(sent)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						w.drop(key)
+						errs++
+						if firstErr == nil {
+							firstErr = err
+						}
+						return
+					}
+					ack[key] = acked
+				})
 			}
-			ack[k] = acked
+			sendTimes[si] = time.Since(start)
 		})
 	}
-	sendTime := time.Since(start)
+	senders.Wait()
+	if err := ctx.Err(); err != nil {
+		return p, err
+	}
 	wg.Wait()
 	w.close()
 	if err := <-watchDone; err != nil {
+		return p, err
+	}
+	if err := <-duringDone; err != nil {
 		return p, err
 	}
 	p.Others = others.share()
 	var seen, acks, afterAck []time.Duration
 	for k, d := range w.seen {
 		seen = append(seen, d)
+		if k>>20 == 1 {
+			p.ESSeen++
+		}
 		if a, ok := ack[k]; ok {
 			afterAck = append(afterAck, d-a)
 		}
@@ -175,7 +234,11 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 		acks = append(acks, a)
 	}
 	p.Writes, p.Seen, p.WriteErrors = writes, len(seen), errs
-	p.Achieved = float64(writes) / sendTime.Seconds()
+	p.Achieved = float64(writes) / sendTimes[0].Seconds()
+	if len(streams) > 1 {
+		p.ESWrites = streams[1].n
+		p.ESAchieved = float64(streams[1].n) / sendTimes[1].Seconds()
+	}
 	slices.Sort(seen)
 	slices.Sort(acks)
 	slices.Sort(afterAck)
@@ -185,8 +248,8 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate int, d 
 	}
 	p.AckP50, p.AckP99 = percentile(acks, 0.50), percentile(acks, 0.99)
 	p.AfterAckP50, p.AfterAckP99 = percentile(afterAck, 0.50), percentile(afterAck, 0.99)
-	if errs > writes/100 {
-		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, writes, firstErr)
+	if all := writes + p.ESWrites; errs > all/100 {
+		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, all, firstErr)
 	}
 	return p, nil
 }

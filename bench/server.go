@@ -198,9 +198,12 @@ func (s *server) PID() int { return s.cmd.Process.Pid }
 type mem struct{ RSS, HWM, Anon int }
 
 // Memory reads the server's memory.
-func (s *server) Memory() (mem, error) {
+func (s *server) Memory() (mem, error) { return procMemory(s.PID()) }
+
+// procMemory reads a process's memory from /proc/PID/status.
+func procMemory(pid int) (mem, error) {
 	var m mem
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.PID()))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return m, err
 	}

@@ -68,6 +68,13 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 	}
 }
 
+// APIServerPID is the process ID of this Env's kube-apiserver, for readers
+// of its /proc entries (the bench measures its memory and CPU).
+func (e *Env) APIServerPID() (int, error) {
+	pid, _, err := e.apiServerProcess()
+	return pid, err
+}
+
 // apiServerProcess finds this Env's kube-apiserver among the processes, by
 // its secure port, and reads its command line.
 func (e *Env) apiServerProcess() (int, []string, error) {
