@@ -51,7 +51,7 @@ func (m *Multicluster) answer(ctx context.Context, w dns.ResponseWriter, r *dns.
 	rep := newReply(r)
 	res := serverFailure
 	if m.backend != nil && m.backend.HasSynced() {
-		if fi := m.zoneFwd[zi]; fi >= 0 {
+		if fi := m.zones[zi].forward; fi >= 0 {
 			res = m.lookup(rep, state, qname, zi, fi)
 		} else {
 			res = rep.put(m.reverse(state, qname, zi))
@@ -83,8 +83,8 @@ func (m *Multicluster) answer(ctx context.Context, w dns.ResponseWriter, r *dns.
 // holds name, or -1.
 func (m *Multicluster) zoneOf(name string) int {
 	zi := -1
-	for i, z := range m.Zones {
-		if inZone(name, z) && (zi < 0 || len(z) > len(m.Zones[zi])) {
+	for i, z := range m.zones {
+		if inZone(name, z.name) && (zi < 0 || len(z.name) > len(m.zones[zi].name)) {
 			zi = i
 		}
 	}
@@ -104,7 +104,7 @@ func inZone(name, zone string) bool {
 // reads only the backend's snapshot.
 func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, zi, fi int) result {
 	qtype := state.QType()
-	p := parseName(qname, m.Zones[zi])
+	p := parseName(qname, m.zones[zi].name)
 	switch p.kind {
 	case kindNone:
 		return nameError
@@ -192,16 +192,16 @@ func (m *Multicluster) hdr(name string, t uint16) dns.RR_Header {
 func (m *Multicluster) soa(zi int) *dns.SOA { return m.soaInto(new(dns.SOA), zi) }
 
 func (m *Multicluster) soaInto(soa *dns.SOA, zi int) *dns.SOA {
-	zone := m.Zones[zi]
+	zone := m.zones[zi].name
 	h := m.hdr(zone, dns.TypeSOA)
 	h.Ttl = min(m.TTL, 300)
-	*soa = dns.SOA{Hdr: h, Ns: m.nsNames[zi], Mbox: m.mboxes[zi],
+	*soa = dns.SOA{Hdr: h, Ns: m.zones[zi].ns, Mbox: m.zones[zi].mbox,
 		Serial: m.backend.Serial(), Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: m.TTL}
 	return soa
 }
 
 func (m *Multicluster) ns(zi int) *dns.NS {
-	return &dns.NS{Hdr: m.hdr(m.Zones[zi], dns.TypeNS), Ns: m.nsNames[zi]}
+	return &dns.NS{Hdr: m.hdr(m.zones[zi].name, dns.TypeNS), Ns: m.zones[zi].ns}
 }
 
 // nsAddress answers for ns.dns.<zone> with the address the query came in on,

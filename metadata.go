@@ -14,8 +14,8 @@ import (
 // plugin can print who asked for what.
 func (m *Multicluster) Metadata(ctx context.Context, state request.Request) context.Context {
 	qname := state.Name()
-	if zi := m.zoneOf(qname); zi >= 0 && m.zoneFwd[zi] >= 0 {
-		p := parseName(qname, m.Zones[zi])
+	if zi := m.zoneOf(qname); zi >= 0 && m.zones[zi].forward >= 0 {
+		p := parseName(qname, m.zones[zi].name)
 		if p.kind != kindService && p.kind != kindSub {
 			return ctx
 		}

@@ -46,10 +46,8 @@ type Multicluster struct {
 	Fall  fall.F
 
 	backend Backend
-	forward []string // the forward zones; their index is that of cache.Service.Zones
-	zoneFwd []int    // for each of Zones, its index in forward, or -1 for a reverse zone
-	nsNames []string // for each of Zones, ns.dns.<zone>
-	mboxes  []string // for each of Zones, hostmaster.<zone>
+	zones   []servedZone // Zones, in order, with what answering in each takes
+	forward []string     // the forward zones, in order: the index of each is its forward index
 
 	// Set from the Corefile, used when starting the controller.
 	kubeconfig     string
@@ -66,18 +64,26 @@ type Multicluster struct {
 	done           chan struct{}
 }
 
+// servedZone is one of the plugin's zones.
+type servedZone struct {
+	name string // lower-case, fully qualified
+	// forward is the zone's index among the forward zones, which is also
+	// the index of its records in cache.Service.Zones; -1 for a reverse zone.
+	forward int
+	ns      string // ns.dns.<zone>: the NS record's target and the SOA's MNAME
+	mbox    string // hostmaster.<zone>: the SOA's RNAME
+}
+
 // setZones sets the zones and tells forward zones from reverse ones.
-func (m *Multicluster) setZones(zones []string) {
-	m.Zones, m.forward, m.zoneFwd = zones, nil, make([]int, len(zones))
-	m.nsNames, m.mboxes = make([]string, len(zones)), make([]string, len(zones))
-	for i, z := range zones {
-		m.nsNames[i], m.mboxes[i] = "ns.dns."+z, "hostmaster."+z
-		if dnsutil.IsReverse(z) > 0 {
-			m.zoneFwd[i] = -1
-			continue
+func (m *Multicluster) setZones(names []string) {
+	m.Zones, m.zones, m.forward = names, make([]servedZone, len(names)), nil
+	for i, name := range names {
+		z := servedZone{name: name, forward: -1, ns: "ns.dns." + name, mbox: "hostmaster." + name}
+		if dnsutil.IsReverse(name) == 0 {
+			z.forward = len(m.forward)
+			m.forward = append(m.forward, name)
 		}
-		m.zoneFwd[i] = len(m.forward)
-		m.forward = append(m.forward, z)
+		m.zones[i] = z
 	}
 }
 

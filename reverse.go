@@ -12,7 +12,7 @@ import (
 // reverse answers in a reverse zone given among ZONES: PTR records naming the
 // services that hold a ClusterSetIP, as the MCS specification allows.
 func (m *Multicluster) reverse(state request.Request, qname string, zi int) ([]dns.RR, []dns.RR, result) {
-	if qname == m.Zones[zi] {
+	if qname == m.zones[zi].name {
 		return m.apex(state, zi)
 	}
 	ptrs := m.ptrs(qname)

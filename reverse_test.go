@@ -43,7 +43,7 @@ func TestReverseZonesFromCIDR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.forward) != 1 || m.forward[0] != zone || len(m.Zones) != 3 || m.zoneFwd[1] != -1 || m.zoneFwd[2] != -1 {
+	if len(m.forward) != 1 || m.forward[0] != zone || len(m.Zones) != 3 || m.zones[1].forward != -1 || m.zones[2].forward != -1 {
 		t.Fatalf("zones %v forward %v", m.Zones, m.forward)
 	}
 }

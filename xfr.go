@@ -30,7 +30,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 			return
 		}
 		ch <- []dns.RR{m.ns(zi)}
-		if fi := m.zoneFwd[zi]; fi >= 0 {
+		if fi := m.zones[zi].forward; fi >= 0 {
 			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
 			for _, svc := range services {
 				switch {
