@@ -117,7 +117,7 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 		return noData
 	case kindNSHost:
 		return rep.put(pick(m.nsAddress(state, qname, qtype), nil))
-	case kindStatic:
+	case kindEmptyNonTerminal:
 		return noData
 	case kindNamespace:
 		if m.backend.HasNamespace(p.namespace) {

@@ -6,14 +6,14 @@ import "strings"
 type nameKind int
 
 const (
-	kindNone       nameKind = iota // nothing can exist here: NXDOMAIN
-	kindApex                       // <zone>
-	kindDNSVersion                 // dns-version.<zone>
-	kindNSHost                     // ns.dns.<zone>
-	kindStatic                     // dns.<zone> and svc.<zone>: empty non-terminals
-	kindNamespace                  // <ns>.svc.<zone>
-	kindService                    // <svc>.<ns>.svc.<zone>
-	kindSub                        // <sub>.<svc>.<ns>.svc.<zone>
+	kindNone             nameKind = iota // nothing can exist here: NXDOMAIN
+	kindApex                             // <zone>
+	kindDNSVersion                       // dns-version.<zone>
+	kindNSHost                           // ns.dns.<zone>
+	kindEmptyNonTerminal                 // dns.<zone> and svc.<zone>: empty non-terminals
+	kindNamespace                        // <ns>.svc.<zone>
+	kindService                          // <svc>.<ns>.svc.<zone>
+	kindSub                              // <sub>.<svc>.<ns>.svc.<zone>
 )
 
 // parsedName is a query name taken apart from the right.
@@ -44,7 +44,7 @@ func parseName(name, zone string) parsedName {
 	case "ns.dns":
 		return parsedName{kind: kindNSHost}
 	case "dns", "svc":
-		return parsedName{kind: kindStatic}
+		return parsedName{kind: kindEmptyNonTerminal}
 	}
 	rest, label := cutLast(rel)
 	if label != "svc" || rest == "" {
