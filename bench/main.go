@@ -489,7 +489,9 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, starters m
 				r, err := measureReplicas(ctx, k.cl, func(sfx string, metrics bool) (*server, error) { return st(fmt.Sprintf("-%d", size)+sfx, metrics) },
 					k.name, k.name, c.replicas)
 				if err != nil {
-					return fmt.Errorf("%d replicas of %s: %w", c.replicas, k.name, err)
+					// Reported, not fatal: the rest of the run stands.
+					r.Err = err.Error()
+					logf("scale: %d replicas of %s: %v", c.replicas, k.name, err)
 				}
 				rep.replicas = append(rep.replicas, r)
 				logf("scale: %s", r)

@@ -23,6 +23,8 @@ type replicaStart struct {
 	// APIBefore is the kube-apiserver's VmRSS before the start (KiB),
 	// APIPeak the highest VmRSS sampled (every 100 ms) until all were ready.
 	APIBefore, APIPeak int
+	// Err is why the measurement failed (a replica not ready in time).
+	Err string
 }
 
 // measureReplicas starts n replicas of one server at once, against the one

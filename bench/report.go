@@ -401,6 +401,10 @@ func (r *report) churnRows() [][]string {
 func (r *report) replicaRows() [][]string {
 	rows := [][]string{{"server", "replicas", "imports", "all ready in", "kube-apiserver CPU", "kube-apiserver VmRSS before", "peak", "growth"}}
 	for _, x := range r.replicas {
+		if x.Err != "" {
+			rows = append(rows, []string{x.Label, fmt.Sprint(x.Replicas), fmt.Sprint(x.Imports), "failed: " + strings.SplitN(x.Err, "\n", 2)[0], "-", mib(x.APIBefore), mib(x.APIPeak), "-"})
+			continue
+		}
 		rows = append(rows, []string{x.Label, fmt.Sprint(x.Replicas), fmt.Sprint(x.Imports), fmt.Sprintf("%.1f s", x.AllReady.Seconds()),
 			fmt.Sprintf("%.1f CPU-s", x.APICPU), mib(x.APIBefore), mib(x.APIPeak), mib(x.APIPeak - x.APIBefore)})
 	}
