@@ -76,7 +76,7 @@ const (
 )
 
 func (s shape) gvr() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: string(s), Resource: "serviceimports"}
+	return harness.ServiceImports(string(s))
 }
 
 // serviceImport builds an import in this shape.

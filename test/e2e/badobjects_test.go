@@ -8,7 +8,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -91,7 +90,7 @@ func TestBadServiceImports(t *testing.T) {
 	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
 		t.Fatal(err)
 	}
-	siV1beta1 := schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"}
+	siV1beta1 := harness.ServiceImports("v1beta1")
 	create := func(name string, spec map[string]any) {
 		t.Helper()
 		u := &unstructured.Unstructured{Object: map[string]any{

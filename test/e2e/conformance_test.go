@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -35,7 +34,7 @@ const (
 	confManagedBy = "mcs-controller.example.com"
 )
 
-var confImportGVR = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"}
+var confImportGVR = harness.ServiceImports("v1beta1")
 
 // confPortsYAML are hello's ports, indented for a list under a key.
 const confPortsYAML = `

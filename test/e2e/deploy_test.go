@@ -500,7 +500,7 @@ func TestDeployServiceImportSchema(t *testing.T) {
 	ctx, cancel := harness.Context(2 * time.Minute)
 	defer cancel()
 	version := func(e *harness.Env, v string) dynamic.ResourceInterface {
-		return e.Dynamic.Resource(schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: v, Resource: "serviceimports"}).Namespace(ns)
+		return e.Dynamic.Resource(harness.ServiceImports(v)).Namespace(ns)
 	}
 	v1alpha2, v1beta1, v1alpha1 := version(env, "v1alpha2"), version(env, "v1beta1"), version(env, "v1alpha1")
 

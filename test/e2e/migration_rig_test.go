@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -38,7 +39,7 @@ const migSIName = "serviceimports.multicluster.x-k8s.io"
 
 // migSI is the ServiceImport resource in a version.
 func migSI(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: version, Resource: "serviceimports"}
+	return harness.ServiceImports(version)
 }
 
 // migUpstreamCRD is sigs.k8s.io/mcs-api v0.5.2's ServiceImport CRD exactly as
@@ -194,9 +195,9 @@ type migEndpoint struct {
 func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.EndpointSlice {
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + cluster, Labels: map[string]string{
-			"multicluster.kubernetes.io/service-name":   name,
-			"multicluster.kubernetes.io/source-cluster": cluster,
-			"endpointslice.kubernetes.io/managed-by":    "mcs-controller.example.com",
+			mcsv1beta1.LabelServiceName:              name,
+			mcsv1beta1.LabelSourceCluster:            cluster,
+			"endpointslice.kubernetes.io/managed-by": "mcs-controller.example.com",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},

@@ -17,15 +17,14 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 var (
-	siV1 = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceimports"}
-	siV2 = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha2", Resource: "serviceimports"}
+	siV1 = harness.ServiceImports("v1alpha1")
+	siV2 = harness.ServiceImports("v1alpha2")
 )
 
 // projectCRD is deploy/crds' ServiceImport CRD, with only the named versions

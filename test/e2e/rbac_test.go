@@ -7,8 +7,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -21,7 +21,7 @@ import (
 func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
-	const mcs, discovery = "multicluster.x-k8s.io", "discovery.k8s.io"
+	const mcs, discovery, serviceImports = mcsv1beta1.GroupName, "discovery.k8s.io", mcsv1beta1.ServiceImportPluralName
 	versions := []string{"v1beta1", "v1alpha2", "v1alpha1"}
 	type access struct {
 		attrs authorizationv1.ResourceAttributes
@@ -30,20 +30,20 @@ func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 	var perVersion []access
 	for _, v := range versions {
 		perVersion = append(perVersion,
-			access{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Version: v, Resource: "serviceimports"}, true},
-			access{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Version: v, Resource: "serviceimports", Namespace: "demo"}, true},
-			access{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Version: v, Resource: "serviceimports", Namespace: "demo", Name: "web"}, false},
-			access{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Version: v, Resource: "serviceimports", Subresource: "status", Namespace: "demo"}, false},
+			access{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Version: v, Resource: serviceImports}, true},
+			access{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Version: v, Resource: serviceImports, Namespace: "demo"}, true},
+			access{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Version: v, Resource: serviceImports, Namespace: "demo", Name: "web"}, false},
+			access{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Version: v, Resource: serviceImports, Subresource: "status", Namespace: "demo"}, false},
 		)
 	}
 	for _, tc := range append([]access{
-		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: "serviceimports"}, true},
-		{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Resource: "serviceimports"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Group: mcs, Resource: serviceImports}, true},
+		{authorizationv1.ResourceAttributes{Verb: "watch", Group: mcs, Resource: serviceImports}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Group: discovery, Resource: "endpointslices"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "watch", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, true},
-		{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Resource: "serviceimports", Namespace: "demo", Name: "web"}, false},
-		{authorizationv1.ResourceAttributes{Verb: "create", Group: mcs, Resource: "serviceimports", Namespace: "demo"}, false},
-		{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Resource: "serviceimports", Subresource: "status", Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Group: mcs, Resource: serviceImports, Namespace: "demo", Name: "web"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Group: mcs, Resource: serviceImports, Namespace: "demo"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: mcs, Resource: serviceImports, Subresource: "status", Namespace: "demo"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "get", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "delete", Group: discovery, Resource: "endpointslices", Namespace: "demo"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "services"}, false},
@@ -72,7 +72,7 @@ func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 		t.Errorf("list Services as %s: %v, want Forbidden", plugin.Name, err)
 	}
 	for _, v := range versions {
-		si := schema.GroupVersionResource{Group: mcs, Version: v, Resource: "serviceimports"}
+		si := harness.ServiceImports(v)
 		if _, err := dyn.Resource(si).Namespace("demo").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("get %s ServiceImport demo/web as %s: %v, want Forbidden", v, plugin.Name, err)
 		}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -166,7 +167,7 @@ func digCommands(port int, objs []*unstructured.Unstructured) string {
 		case "ServiceImport":
 			imports[o.GetNamespace()+"/"+o.GetName()] = o
 		case "EndpointSlice":
-			svc, ok := o.GetLabels()["multicluster.kubernetes.io/service-name"]
+			svc, ok := o.GetLabels()[mcsv1beta1.LabelServiceName]
 			if !ok {
 				continue // plain EndpointSlices never show
 			}
@@ -203,7 +204,7 @@ func digCommands(port int, objs []*unstructured.Unstructured) string {
 				}
 				add(svc, "SRV", "all named ports")
 				for _, s := range slicesOf[k] {
-					cluster := s.GetLabels()["multicluster.kubernetes.io/source-cluster"]
+					cluster := s.GetLabels()[mcsv1beta1.LabelSourceCluster]
 					for _, ep := range readyEndpoints(s) {
 						qtype := "A"
 						if strings.Contains(ep.ip, ":") {
