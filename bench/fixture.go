@@ -21,18 +21,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 const (
-	zone               = "clusterset.local"
-	labelServiceName   = "multicluster.kubernetes.io/service-name"
-	labelSourceCluster = "multicluster.kubernetes.io/source-cluster"
-	headlessNamespace  = "headless"
-	headlessName       = "hl"
-	portName           = "http"
-	portNumber         = 80
+	zone              = "clusterset.local"
+	headlessNamespace = "headless"
+	headlessName      = "hl"
+	portName          = "http"
+	portNumber        = 80
 )
 
 // fixture names the objects: ClusterSetIP import i is svc-<i> in namespace
@@ -242,8 +241,8 @@ func (c *cluster) createHeadless(ctx context.Context) error {
 				Name:      headlessName + "-" + clusterID(cl),
 				Namespace: headlessNamespace,
 				Labels: map[string]string{
-					labelServiceName:                         headlessName,
-					labelSourceCluster:                       clusterID(cl),
+					mcsv1beta1.LabelServiceName:              headlessName,
+					mcsv1beta1.LabelSourceCluster:            clusterID(cl),
 					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
 				},
 			},
@@ -376,8 +375,8 @@ func (c *cluster) createChurnHeadless(ctx context.Context) error {
 				Name:      churnName(i),
 				Namespace: headlessNamespace,
 				Labels: map[string]string{
-					labelServiceName:                         churnName(i),
-					labelSourceCluster:                       clusterID(0),
+					mcsv1beta1.LabelServiceName:              churnName(i),
+					mcsv1beta1.LabelSourceCluster:            clusterID(0),
 					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
 				},
 			},
