@@ -11,10 +11,10 @@ ENV GOWORK=off GOFLAGS=-mod=readonly
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-# The build the Makefile's `coredns` target and hack/image.sh run too.
+# The Makefile's `coredns` target, as hack/image.sh runs it too (golang's
+# image has make).
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/coredns ./cmd/coredns
+    GOOS=$TARGETOS GOARCH=$TARGETARCH make coredns BIN=/out/coredns
 # Port 53 is privileged: with this file capability user 65532 may bind it
 # wherever the runtime keeps NET_BIND_SERVICE in the bounding set
 # (deploy/deployment.yaml adds it after dropping ALL). As upstream CoreDNS's image.

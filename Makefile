@@ -1,6 +1,6 @@
 # CoreDNS with the multicluster plugin, and its container image.
 #
-#   make coredns     bin/coredns: static, built exactly as the Dockerfile builds it
+#   make coredns     bin/coredns (or BIN=path): static; the Dockerfile and hack/image.sh build with it
 #   make image       the image, with a container engine (docker build)
 #   make image-tar   the same image without an engine: .cache/coredns-multicluster.tar,
 #                    for `docker load -i` or `ctr -n k8s.io image import` (hack/image.sh)
@@ -15,9 +15,11 @@ export GOWORK := off
 
 .PHONY: coredns image image-tar clean
 
-# One build, three places: here, the Dockerfile and hack/image.sh.
+# The build of CoreDNS with the plugin, defined here alone: the Dockerfile
+# and hack/image.sh run this target, with BIN set, so all three build alike.
+BIN = bin/coredns
 coredns:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/coredns ./cmd/coredns
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(BIN)" ./cmd/coredns
 
 image:
 	@$(DOCKER) info >/dev/null 2>&1 || { \

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,6 +38,7 @@ func TestChurnWhileReading(t *testing.T) {
 			}
 		}()
 	}
+	e.readsAfter(&reads, 0) // the readers run before the first update
 	for i := range 1000 {
 		name := fmt.Sprintf("svc%d", i%20)
 		rv := fmt.Sprint(i + 10)
@@ -59,11 +59,23 @@ func TestChurnWhileReading(t *testing.T) {
 	}
 	e.apply(gvr2, v2("demo", "svc0", "5000", "ClusterSetIP", "10.9.9.9"))
 	e.wantAddrs("svc0.demo", "10.9.9.9")
-	time.Sleep(20 * time.Millisecond)
+	e.readsAfter(&reads, reads.Load()) // and after the last
 	cancel()
 	wg.Wait()
 	if missing.Load() > 0 {
 		t.Errorf("a stable service was missing %d times", missing.Load())
 	}
 	t.Logf("%d read rounds during 1000 updates", reads.Load())
+}
+
+// readsAfter waits until readers have counted ten more reads than n: they
+// read while, or after, whatever came before the call.
+func (e *env) readsAfter(reads *atomic.Int64, n int64) {
+	e.t.Helper()
+	e.eventually("reads", func() error {
+		if got := reads.Load(); got < n+10 {
+			return fmt.Errorf("%d reads, want %d", got, n+10)
+		}
+		return nil
+	})
 }

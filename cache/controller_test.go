@@ -41,6 +41,8 @@ type env struct {
 	logs      []string
 	unread    map[string]bool
 	patience  time.Duration // how long eventually waits; 5s unless a hook sets it
+	rounds    int           // discoveries begun: calls of isServed for Versions[0]; under servedMu
+	marks     int           // markers written by settle and settleSlices
 }
 
 func (e *env) Infof(format string, args ...any)    { e.log("I "+format, args...) }
@@ -71,7 +73,31 @@ var servedOnly map[string]bool
 func (e *env) isServed(_ context.Context, version string) (bool, error) {
 	e.servedMu.Lock()
 	defer e.servedMu.Unlock()
+	if version == Versions[0] {
+		e.rounds++
+	}
 	return e.servedSet[version], nil
+}
+
+// discoveries returns once n discoveries, each with the reconcile that
+// follows it, have run from start to end after the call. Run asks for the
+// versions in the order of Versions and reconciles before it asks again, so
+// once n+1 discoveries have begun since the call, the first n of them are
+// finished and saw whatever was served at the call.
+func (e *env) discoveries(n int) {
+	e.t.Helper()
+	e.servedMu.Lock()
+	from := e.rounds
+	e.servedMu.Unlock()
+	e.eventually(fmt.Sprintf("%d discoveries", n), func() error {
+		e.servedMu.Lock()
+		begun := e.rounds - from
+		e.servedMu.Unlock()
+		if begun <= n {
+			return fmt.Errorf("%d discoveries begun since, want %d finished", begun, n)
+		}
+		return nil
+	})
 }
 
 // serve makes discovery report versions, and changes the ServiceImport CRD
@@ -180,6 +206,84 @@ func (e *env) wantAddrs(k string, want ...string) {
 		}
 		return nil
 	})
+}
+
+// haveAddrs is wantAddrs without the wait: what k answers now.
+func (e *env) haveAddrs(k string, want ...string) {
+	e.t.Helper()
+	var got []string
+	if s := e.c.Lookup(k); s != nil {
+		got = addrsOf(s)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		e.t.Errorf("%s: addresses %v, want %v", k, got, want)
+	}
+}
+
+// Barriers. A test that asserts an event changed nothing must first know
+// that the controller has processed it. settle and settleSlices return once
+// every event an informer had delivered before the call has been synced:
+// they write a marker through the same informer and wait until it is
+// answered, twice. An informer stores its events and hands them to its
+// handler in order, and the one worker takes keys first in, first out, so
+// the event's key is queued ahead of the first marker. The second marker
+// covers a key that was being synced when the event came: the queue puts it
+// back only when that sync ends, which may be behind the first marker but
+// is before the worker takes the first marker, so ahead of the second one.
+// Markers live in namespace markNS, apart from what a test asserts. The
+// views must stay as they are meanwhile: a change of views queues every key.
+const markNS = "barrier"
+
+// settle waits until the events of the ServiceImport view of gvr's version
+// delivered so far are synced; that version must have a view.
+func (e *env) settle(gvr schema.GroupVersionResource) {
+	e.t.Helper()
+	name := "mark-" + gvr.Version
+	for range 2 {
+		e.marks++
+		rv := strconv.Itoa(1_000_000 + e.marks) // newer than every other write
+		var u *unstructured.Unstructured
+		switch gvr {
+		case gvr2:
+			u = v2(markNS, name, rv, "ClusterSetIP", "10.255.0.1")
+		case gvrBeta:
+			u = beta(markNS, name, rv, "ClusterSetIP", "10.255.0.1")
+		case gvr1:
+			u = v1(markNS, name, rv, "ClusterSetIP", "10.255.0.1")
+		default:
+			e.t.Fatalf("settle: no marker for %v", gvr)
+		}
+		e.apply(gvr, u)
+		e.eventually("marker "+name+" answered at "+rv, func() error {
+			if s := e.c.Lookup(name + "." + markNS); s == nil || s.ResourceVersion != rv {
+				return fmt.Errorf("answer %v", s)
+			}
+			return nil
+		})
+	}
+}
+
+// sliceMarker is what settleSlices needs among a test's first objects: a
+// headless ServiceImport in v1alpha2 and one EndpointSlice of it. Being
+// there from the start, they are synced before the test writes anything.
+func sliceMarker() []runtime.Object {
+	return []runtime.Object{v2(markNS, "mark-slices", "1", "Headless"),
+		mcSlice(markNS, "mark-slices-a", "mark-slices", "west", "10.255.1.0")}
+}
+
+// settleSlices waits until the EndpointSlice events delivered so far are
+// synced; the test started with sliceMarker's objects.
+func (e *env) settleSlices() {
+	e.t.Helper()
+	slices := e.kube.DiscoveryV1().EndpointSlices(markNS)
+	for range 2 {
+		e.marks++
+		ip := fmt.Sprintf("10.255.%d.%d", 2+e.marks/250, e.marks%250)
+		if _, err := slices.Update(context.Background(), mcSlice(markNS, "mark-slices-a", "mark-slices", "west", ip), metav1.UpdateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+		e.wantAddrs("mark-slices."+markNS, ip)
+	}
 }
 
 // addrsOf is what the service's A and AAAA answers hold, A first.
@@ -340,9 +444,9 @@ func TestControllerWithoutFallbackIgnoresV1alpha1(t *testing.T) {
 // The two views of one object under conversion None: data in at most one,
 // each view catching up at its own moment.
 func TestControllerFallbackMerge(t *testing.T) {
-	e := start(t, true,
+	e := start(t, true, append(sliceMarker(),
 		v1("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), v2("demo", "web", "5", ""),
-		v2("demo", "api", "7", "ClusterSetIP", "10.0.0.7"), v1("demo", "api", "7", ""))
+		v2("demo", "api", "7", "ClusterSetIP", "10.0.0.7"), v1("demo", "api", "7", ""))...)
 	e.wantAddrs("web.demo", "10.0.0.1")
 	e.wantAddrs("api.demo", "10.0.0.7")
 	if v := e.c.Lookup("web.demo").Version; v != V1alpha1 {
@@ -352,8 +456,8 @@ func TestControllerFallbackMerge(t *testing.T) {
 	// The object is rewritten in v1alpha2 shape (rv 6). The v1alpha1 view
 	// catches up first and reads empty: the answer must stay.
 	e.apply(gvr1, v1("demo", "web", "6", ""))
-	time.Sleep(50 * time.Millisecond)
-	e.wantAddrs("web.demo", "10.0.0.1")
+	e.settle(gvr1)
+	e.haveAddrs("web.demo", "10.0.0.1")
 	e.apply(gvr2, v2("demo", "web", "6", "ClusterSetIP", "10.0.0.2"))
 	e.wantAddrs("web.demo", "10.0.0.2")
 	if v := e.c.Lookup("web.demo").Version; v != V1alpha2 {
@@ -362,16 +466,16 @@ func TestControllerFallbackMerge(t *testing.T) {
 
 	// Both views with data: the newer one wins (the other is stale).
 	e.apply(gvr1, v1("demo", "api", "6", "ClusterSetIP", "10.0.0.6"))
-	time.Sleep(50 * time.Millisecond)
-	e.wantAddrs("api.demo", "10.0.0.7")
+	e.settle(gvr1)
+	e.haveAddrs("api.demo", "10.0.0.7")
 
 	// Written through the non-storage version: no view has data at the same
 	// version. Treated as absent, counted.
 	// The v1alpha2 view reads empty first; the older v1alpha1 data must not
 	// come back in the meantime.
 	e.apply(gvr2, v2("demo", "api", "9", ""))
-	time.Sleep(50 * time.Millisecond)
-	e.wantAddrs("api.demo", "10.0.0.7")
+	e.settle(gvr2)
+	e.haveAddrs("api.demo", "10.0.0.7")
 	e.apply(gvr1, v1("demo", "api", "9", ""))
 	e.wantAddrs("api.demo")
 	e.mu.Lock()
@@ -384,13 +488,7 @@ func TestControllerFallbackMerge(t *testing.T) {
 	if _, err := e.kube.DiscoveryV1().EndpointSlices("demo").Create(context.Background(), mcSlice("demo", "api-x", "api", "west", "10.9.0.1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("slice seen", func() error {
-		if objs, _ := e.c.slices.GetIndexer().ByIndex(sliceByService, "api.demo"); len(objs) == 0 {
-			return fmt.Errorf("slice not indexed yet")
-		}
-		return nil
-	})
-	time.Sleep(50 * time.Millisecond)
+	e.settleSlices()
 	e.mu.Lock()
 	again := e.skip[ReasonDataLost]
 	e.mu.Unlock()
@@ -400,8 +498,8 @@ func TestControllerFallbackMerge(t *testing.T) {
 
 	// A delete seen by one view first: keep answering until both agree.
 	e.remove(gvr2, "demo", "web")
-	time.Sleep(50 * time.Millisecond)
-	e.wantAddrs("web.demo", "10.0.0.2")
+	e.settle(gvr2)
+	e.haveAddrs("web.demo", "10.0.0.2")
 	e.remove(gvr1, "demo", "web")
 	e.wantAddrs("web.demo")
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +46,7 @@ func TestWatchExpiredRelistsWithoutGap(t *testing.T) {
 			reads.Add(1)
 		}
 	}()
+	e.readsAfter(&reads, 0) // reading before the watch breaks
 	before := lists.Load()
 	// Change the object while the watch is broken, then expire the watch.
 	if _, err := e.dyn.Resource(gvr2).Namespace("demo").Update(ctx, v2("demo", "web", "2", "ClusterSetIP", "10.0.0.2"), metav1.UpdateOptions{}); err != nil {
@@ -60,7 +60,7 @@ func TestWatchExpiredRelistsWithoutGap(t *testing.T) {
 	if lists.Load() == before {
 		t.Error("the informer did not list again after 410 Gone")
 	}
-	time.Sleep(10 * time.Millisecond)
+	e.readsAfter(&reads, reads.Load()) // and after the relist
 	cancel()
 	<-done
 	if missing.Load() > 0 {

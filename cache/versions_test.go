@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -121,11 +120,22 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 		return nil
 	})
 	e.serve(V1beta1)
-	time.Sleep(5 * e.c.every) // several discoveries with v1alpha1 gone
+	e.discoveries(3) // with v1alpha1 gone
+	// The same data at a newer resourceVersion, answered: web.demo has been
+	// synced since those discoveries, whatever they queued.
+	e.apply(gvrBeta, beta("demo", "web", "6", "ClusterSetIP", "10.0.0.1"))
+	e.eventually("web.demo answered at 6", func() error {
+		if s := e.c.Lookup("web.demo"); s == nil || s.ResourceVersion != "6" {
+			return fmt.Errorf("answer %v", s)
+		}
+		return nil
+	})
 	close(stop)
 	<-done
-	e.wantViews("[v1beta1]")
-	e.wantAddrs("web.demo", "10.0.0.1")
+	if got := fmt.Sprint(e.c.activeVersions()); got != "[v1beta1]" {
+		t.Errorf("views %s, want [v1beta1]", got)
+	}
+	e.haveAddrs("web.demo", "10.0.0.1")
 	if misses.Load() > 0 {
 		t.Errorf("web.demo missing in %d of %d reads while the view moved", misses.Load(), reads.Load())
 	}
@@ -145,7 +155,11 @@ func TestControllerReportsUnreadVersion(t *testing.T) {
 	defer func() { servedOnly = nil }()
 	e := start(t, false, v1("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
 	e.wantAddrs("web.demo")
-	time.Sleep(5 * e.c.every) // several discoveries: still one log line
+	// Several discoveries, with the same answer: still one log line. While
+	// the CRD is watched and unchanged, discovery is asked once in 10 minutes;
+	// a poke, as a change of the CRD gives, makes it ask every 20ms.
+	e.c.pokeDiscovery(true)
+	e.discoveries(3)
 	lines := e.logged("ServiceImport v1alpha1 is served, but this configuration does not read it")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"fallback v1alpha1"`) {
 		t.Errorf("log lines %q, want one naming fallback v1alpha1", lines)
@@ -175,7 +189,8 @@ func TestControllerLogsMissingCRD(t *testing.T) {
 	servedOnly = map[string]bool{}
 	defer func() { servedOnly = nil }()
 	e := start(t, false)
-	time.Sleep(5 * e.c.every)
+	e.c.pokeDiscovery(true) // several discoveries, as after a change of the CRD
+	e.discoveries(3)
 	if lines := e.logged("serves no ServiceImport"); len(lines) != 1 || !strings.Contains(lines[0], "install the ServiceImport CRD") {
 		t.Errorf("log lines %q, want one saying what to install", lines)
 	}

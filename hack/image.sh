@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the container image without a container engine:
-#   1. the static CoreDNS binary, exactly as the Dockerfile builds it
-#      (CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"), into .cache/;
+#   1. the static CoreDNS binary, into .cache/, with the Makefile's coredns
+#      target, as the Dockerfile builds it (needs make);
 #   2. the image, with hack/image (go-containerregistry, a module of its own):
 #      an empty base plus /coredns, user 65532, ENTRYPOINT ["/coredns"],
 #      written as a `docker save` tarball.
@@ -31,8 +31,8 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	export SOURCE_DATE_EPOCH
 fi
 
-echo "building $bin: CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\" ./cmd/coredns" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin" ./cmd/coredns
+echo "building $bin (make coredns)" >&2
+make --no-print-directory coredns BIN="$bin" >&2
 
 echo "writing the image $image" >&2
 (cd hack/image && go run . -binary "$bin" -o "$out" -tag "$image" -revision "$revision") >&2

@@ -3,7 +3,9 @@ package e2e
 import (
 	"archive/tar"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -87,8 +89,23 @@ func TestImage(t *testing.T) {
 	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
 		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
 	}
-	// The labels the Dockerfile sets, with the same values.
+	// What the Dockerfile's final stage says, the same.
 	dockerfile := readRepoFile(t, "Dockerfile")
+	final := finalStage(dockerfile)
+	if c.User != final["USER"] {
+		t.Errorf("user %q, the Dockerfile's %q", c.User, final["USER"])
+	}
+	var entrypoint []string
+	if err := json.Unmarshal([]byte(final["ENTRYPOINT"]), &entrypoint); err != nil || !slices.Equal(c.Entrypoint, entrypoint) {
+		t.Errorf("entrypoint %q, the Dockerfile's %s", c.Entrypoint, final["ENTRYPOINT"])
+	}
+	if got, want := slices.Sorted(maps.Keys(c.ExposedPorts)), slices.Sorted(slices.Values(strings.Fields(final["EXPOSE"]))); !slices.Equal(got, want) {
+		t.Errorf("exposed ports %q, the Dockerfile's %q", got, want)
+	}
+	if c.WorkingDir != final["WORKDIR"] {
+		t.Errorf("working directory %q, the Dockerfile's %q", c.WorkingDir, final["WORKDIR"])
+	}
+	// The labels the Dockerfile sets, with the same values.
 	labels := dockerfileLabels(dockerfile)
 	for _, k := range []string{"title", "source", "description"} {
 		k = "org.opencontainers.image." + k
@@ -119,7 +136,31 @@ func TestImage(t *testing.T) {
 			t.Error("/coredns is dynamically linked; the image has no loader for it")
 		}
 	}
+	// Built by the Makefile's coredns target, which hack/image.sh runs:
+	// CGO_ENABLED=0, -trimpath and -ldflags "-s -w" (no symbol table, no
+	// DWARF; go records no -ldflags with -trimpath).
+	var unstripped []string
+	for _, sec := range f.Sections {
+		if sec.Name == ".symtab" || strings.HasPrefix(sec.Name, ".debug_") || strings.HasPrefix(sec.Name, ".zdebug_") {
+			unstripped = append(unstripped, sec.Name)
+		}
+	}
+	if len(unstripped) > 0 {
+		t.Errorf("/coredns has the sections %q: not built with -ldflags \"-s -w\"", unstripped)
+	}
 	f.Close()
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if info.Path != "github.com/clustersetdns/multicluster/cmd/coredns" || settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+		t.Errorf("/coredns is %s built with CGO_ENABLED=%q -trimpath=%q; want ./cmd/coredns with CGO_ENABLED=0 -trimpath",
+			info.Path, settings["CGO_ENABLED"], settings["-trimpath"])
+	}
 
 	// It runs, and serves the zone from the API server.
 	dns := harness.RunCoreDNS(t, bin, harness.CoreDNSOptions{
@@ -180,27 +221,56 @@ func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 	return bin
 }
 
-// TestImageBuildsAgree: the Dockerfile, the Makefile and hack/image.sh build
-// the same binary, and the Dockerfile's final stage is what the engine-less
-// image reproduces.
-func TestImageBuildsAgree(t *testing.T) {
-	const build = `CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"`
-	for _, file := range []string{"Dockerfile", "Makefile", "hack/image.sh"} {
-		text := readRepoFile(t, file)
-		// Continuation lines joined, so a wrapped command still matches.
-		text = regexp.MustCompile(`\\\n\s*`).ReplaceAllString(text, "")
-		if !strings.Contains(text, build) || !strings.Contains(text, "./cmd/coredns") {
-			t.Errorf("%s does not build ./cmd/coredns with %s", file, build)
+// TestImageBuildsRunTheMakefile: the Dockerfile and hack/image.sh build
+// CoreDNS with the Makefile's coredns target, and no other way, so the three
+// build alike (TestImage checks what that build gives); BIN says where the
+// binary goes.
+func TestImageBuildsRunTheMakefile(t *testing.T) {
+	joined := regexp.MustCompile(`\\\n\s*`) // continuation lines joined
+	makeCoreDNS := regexp.MustCompile(`\bmake (.* )?coredns BIN=`)
+	for _, file := range []string{"Dockerfile", "hack/image.sh"} {
+		text := joined.ReplaceAllString(readRepoFile(t, file), "")
+		var runs []string
+		for line := range strings.Lines(text) {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "echo ") {
+				continue
+			}
+			if strings.Contains(line, "go build") {
+				t.Errorf("%s runs go build itself: %s", file, line)
+			}
+			if makeCoreDNS.MatchString(line) {
+				runs = append(runs, line)
+			}
 		}
+		if len(runs) != 1 {
+			t.Errorf("%s runs make coredns BIN=... %d times, want once: %q", file, len(runs), runs)
+		}
+	}
+	cmd := exec.Command("make", "-s", "-n", "-C", env.Repo, "coredns", "BIN=/somewhere/coredns")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make -n coredns: %v", err)
+	}
+	if !strings.Contains(string(out), "go build") || !strings.Contains(string(out), `-o "/somewhere/coredns" ./cmd/coredns`) {
+		t.Errorf("make coredns BIN=/somewhere/coredns runs %q: want go build of ./cmd/coredns to that path", out)
+	}
+}
+
+// TestDockerfileBasesAndContext: the Dockerfile builds with the Go of
+// go.mod, ships on distroless static nonroot, gives /coredns the capability
+// that TestImage finds in the engine-less image, and its build context
+// leaves out caches, binaries and history.
+func TestDockerfileBasesAndContext(t *testing.T) {
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(readRepoFile(t, "go.mod"))
+	if goVersion == nil {
+		t.Fatal("go.mod has no go line")
 	}
 	dockerfile := readRepoFile(t, "Dockerfile")
 	for _, line := range []string{
-		"golang:1.26 AS build",
+		"golang:" + goVersion[1] + " AS build",
 		"FROM gcr.io/distroless/static-debian12:nonroot",
-		"USER 65532:65532",
-		"EXPOSE 53/udp 53/tcp",
-		`ENTRYPOINT ["/coredns"]`,
-		"setcap cap_net_bind_service=+ep",
+		"setcap cap_net_bind_service=+ep /out/coredns",
 	} {
 		if !strings.Contains(dockerfile, line) {
 			t.Errorf("the Dockerfile has no %q", line)
@@ -221,6 +291,26 @@ func readRepoFile(t *testing.T, rel string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// finalStage returns the last value of each instruction of the Dockerfile's
+// last stage, by instruction, continuation lines joined.
+func finalStage(dockerfile string) map[string]string {
+	text := regexp.MustCompile(`\\\n\s*`).ReplaceAllString(dockerfile, "")
+	out := map[string]string{}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		op, arg, _ := strings.Cut(line, " ")
+		op = strings.ToUpper(op)
+		if op == "FROM" {
+			clear(out)
+		}
+		out[op] = strings.TrimSpace(arg)
+	}
+	return out
 }
 
 // dockerfileLabels returns the org.opencontainers.image.* labels a
