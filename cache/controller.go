@@ -50,7 +50,8 @@ type Config struct {
 	// set it when the plugin answers reverse zones.
 	Reverse bool
 	Log     Logger
-	// OnSkip is called once for each object, or part of one, that is not used.
+	// OnSkip is called for each object, or part of one, that is not used:
+	// once per write of the object, and only in the namespaces answered.
 	OnSkip func(kind, reason string)
 	// OnStats is called after the answers change.
 	OnStats func(Stats)
@@ -98,6 +99,8 @@ type Controller struct {
 	access   *permission       // the ServiceImport and EndpointSlice watches'
 	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
+	sliceReports *reportedWrites // the EndpointSlice writes whose problems were reported
+
 	statsMu   sync.Mutex
 	imports   map[string]int
 	endpoints int
@@ -109,8 +112,9 @@ type shape struct {
 	name     string
 	versions []string // the versions that read it, preferred first
 	read     func(u *unstructured.Unstructured, version string) *Import
-	active   *view // synced and answering
-	starting *view // started, not synced yet: replaces active once synced
+	active   *view           // synced and answering
+	starting *view           // started, not synced yet: replaces active once synced
+	reported *reportedWrites // the writes whose problems a view of this shape reported
 }
 
 // view is one API version's informer on ServiceImports.
@@ -145,6 +149,8 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		dyn:     dyn,
 		lost:    map[string]string{},
 
+		sliceReports: newReportedWrites(),
+
 		crdChanged: make(chan struct{}, 1),
 		every:      pollDiscovery,
 		idle:       idleDiscovery,
@@ -166,11 +172,12 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		},
 		granted: func(string) { c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes") },
 	}
-	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec}
+	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec, reported: newReportedWrites()}
 	if cfg.Fallback {
 		spec.versions = append(spec.versions, V1alpha1)
 	}
-	c.shapes = []*shape{{name: "root", versions: []string{V1alpha2}, read: importFromRoot}, spec}
+	root := &shape{name: "root", versions: []string{V1alpha2}, read: importFromRoot, reported: newReportedWrites()}
+	c.shapes = []*shape{root, spec}
 	c.served = discoveryServed(kube.Discovery())
 	c.crd = c.newCRDWatch()
 
@@ -196,14 +203,16 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		if !ok {
 			return obj, nil
 		}
-		s := sliceFrom(es)
-		c.report("EndpointSlice", es.Namespace, es.Name, s.Problems)
-		return s, nil
+		return sliceFrom(es), nil
 	})
 	_, _ = c.slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSlice,
-		UpdateFunc: func(old, obj any) { c.enqueueSlice(old); c.enqueueSlice(obj) },
-		DeleteFunc: c.enqueueSlice,
+		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, "EndpointSlice", obj); c.enqueueSlice(obj) },
+		UpdateFunc: func(old, obj any) {
+			c.reportWrite(c.sliceReports, "EndpointSlice", obj)
+			c.enqueueSlice(old)
+			c.enqueueSlice(obj)
+		},
+		DeleteFunc: func(obj any) { forgetDeleted(c.sliceReports, obj); c.enqueueSlice(obj) },
 	})
 	return c
 }
@@ -226,14 +235,13 @@ func (c *Controller) newView(sh *shape, version string) *view {
 		if !ok {
 			return obj, nil
 		}
-		im := sh.read(u, version)
-		c.report("ServiceImport "+version, im.Namespace, im.Name, im.Problems)
-		return im, nil
+		return sh.read(u, version), nil
 	})
+	kind := "ServiceImport " + version
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueImport,
-		UpdateFunc: func(_, obj any) { c.enqueueImport(obj) },
-		DeleteFunc: c.enqueueImport,
+		AddFunc:    func(obj any) { c.reportWrite(sh.reported, kind, obj); c.enqueueImport(obj) },
+		UpdateFunc: func(_, obj any) { c.reportWrite(sh.reported, kind, obj); c.enqueueImport(obj) },
+		DeleteFunc: func(obj any) { forgetDeleted(sh.reported, obj); c.enqueueImport(obj) },
 	})
 	return &view{version: version, informer: inf}
 }
@@ -333,15 +341,6 @@ func (c *Controller) patient(what string, access *permission, lw *toolscache.Lis
 		}
 	}
 	return retrying(lw, wait)
-}
-
-func (c *Controller) report(kind, namespace, name string, problems []string) {
-	for _, p := range problems {
-		c.cfg.Log.Warningf("%s: %s: not used in part or whole", describe(kind, namespace, name), p)
-		if c.cfg.OnSkip != nil {
-			c.cfg.OnSkip(kind, p)
-		}
-	}
 }
 
 func tombstone(obj any) any {
@@ -474,6 +473,14 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 				c.logf("ServiceImport %s: now read through %s; stopped watching %s", old.version, want, old.version)
 			}
 			sh.active, sh.starting, changed = v, nil, true
+			// Forget the reports of objects the new view does not hold:
+			// deleted while it started, and the old view stopped before
+			// it delivered the delete.
+			store := v.informer.GetStore()
+			sh.reported.keepOnly(func(k string) bool { _, ok, _ := store.GetByKey(k); return ok })
+		}
+		if sh.active == nil && sh.starting == nil {
+			sh.reported.keepOnly(nil) // the shape is not read: nothing of it to remember
 		}
 		complete = complete && sh.starting == nil
 	}
@@ -582,7 +589,7 @@ func (c *Controller) Each(f func(*Service) bool) { c.idx.each(f) }
 func (c *Controller) sync(k string) {
 	prev := c.idx.get(k)
 	var im *Import
-	if ns, _ := splitKey(k); len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, ns) {
+	if ns, _ := splitKey(k); c.answers(ns) {
 		im = c.choose(k, prev)
 	}
 	var next *Service
@@ -624,59 +631,61 @@ func (c *Controller) sync(k string) {
 	c.publishStatsIfSynced()
 }
 
+// answers reports whether the configuration answers the namespace.
+func (c *Controller) answers(namespace string) bool {
+	return len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, namespace)
+}
+
 func (c *Controller) publishStatsIfSynced() {
 	if c.synced.Load() {
 		c.publishStats()
 	}
 }
 
-// choose picks the view of a ServiceImport to answer from. With conversion
-// strategy None each object has data in at most one view, and the two views
-// see a write at different moments. While they disagree on the object's
-// resourceVersion, the answer never moves to an older view and is kept when no
-// view has data, so a lookup never fails or flaps in between; once they agree,
-// the views decide alone.
+// choose picks the record a service is answered from (chooseRecord, in
+// choose.go, says how) and reports a loss of its data once per write, not on
+// every rebuild of the service.
 func (c *Controller) choose(k string, prev *Service) *Import {
-	ns, name := splitKey(k)
-	var present []*Import
-	var best *Import // the newest view with data
+	views := c.viewRecords(k)
+	switch verdict, at := judgeLoss(views, prev); {
+	case verdict == lost && c.lost[k] != at:
+		c.lost[k] = at
+		ns, name := splitKey(k)
+		c.report("ServiceImport", ns, name, []string{ReasonDataLost})
+	case verdict == notLost:
+		delete(c.lost, k)
+	}
+	return chooseRecord(views, prev)
+}
+
+// viewRecords gathers what every view holds of the service k: the answering
+// views first, in shape order, then those starting.
+func (c *Controller) viewRecords(k string) []viewRecord {
 	c.viewsMu.RLock()
-	views := c.views
+	views := c.views // replaced, never changed: safe to read unlocked
+	var waiting []*view
+	for _, sh := range c.shapes {
+		if sh.starting != nil {
+			waiting = append(waiting, sh.starting)
+		}
+	}
 	c.viewsMu.RUnlock()
+	ns, name := splitKey(k)
+	out := make([]viewRecord, 0, len(views)+len(waiting))
+	held := func(v *view, role viewRole) {
+		r := viewRecord{version: v.version, role: role}
+		if obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name); ok {
+			r.record = obj.(*Import)
+		}
+		out = append(out, r)
+	}
 	for _, v := range views {
-		obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name)
-		if !ok {
-			continue
-		}
-		im := obj.(*Import)
-		present = append(present, im)
-		if im.HasData && (best == nil || newer(im.ResourceVersion, best.ResourceVersion)) {
-			best = im
-		}
+		held(v, answering)
 	}
-	agreed := len(present) == len(views) || len(present) == 0 // absent from all: deleted
-	for _, im := range present {
-		agreed = agreed && im.ResourceVersion == present[0].ResourceVersion
+	for _, v := range waiting {
+		held(v, starting)
 	}
-	if agreed {
-		if best == nil && len(present) > 0 && (len(views) > 1 || prev != nil) &&
-			c.lost[k] != present[0].ResourceVersion {
-			// Every view reads empty: the API server dropped the fields.
-			// Said once per write, not on every rebuild of the service.
-			c.lost[k] = present[0].ResourceVersion
-			c.report("ServiceImport", ns, name, []string{ReasonDataLost})
-		} else if best != nil || len(present) == 0 {
-			delete(c.lost, k)
-		}
-		if prev != nil && best != nil && newer(prev.ResourceVersion, best.ResourceVersion) {
-			return prev.Import // the views went back in time (one replaced another): keep the newer answer
-		}
-		return best
-	}
-	if prev != nil && (best == nil || newer(prev.ResourceVersion, best.ResourceVersion)) {
-		return prev.Import // a view has not caught up yet: keep answering
-	}
-	return best
+	return out
 }
 
 func splitKey(k string) (namespace, name string) {

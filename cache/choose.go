@@ -1,0 +1,124 @@
+package cache
+
+// Which view's record answers a service.
+//
+// Every shape of ServiceImport has one view: an informer through one API
+// version. With conversion strategy None each object has data in at most one
+// shape, and the views see a write at different moments; while they disagree
+// on the object's resourceVersion, one of them has not caught up. The answer
+// never moves to older data, and is kept while no view has data and the views
+// disagree, so that a lookup never fails or flaps in between; once they agree,
+// the views decide alone.
+//
+// chooseRecord and judgeLoss decide from nothing but what the views hold and
+// the answer in use, so that every case a migration goes through is a row of
+// TestChooseRecord. (*Controller).choose gathers their input.
+
+// viewRole is a view's part in answering.
+type viewRole int
+
+const (
+	// answering: synced and in place as its shape's view.
+	answering viewRole = iota
+	// starting: started to become its shape's view, not in place yet (not
+	// synced, or behind the view it replaces). What it holds is never
+	// answered: it may not have listed everything yet.
+	starting
+)
+
+// viewRecord is what one view holds of a service.
+type viewRecord struct {
+	version string // the view's API version: names the view in logs and tables; nothing is decided on it
+	role    viewRole
+	record  *Import // the view's record of the object; nil when it holds none
+}
+
+// agreement is what the answering views hold of one object, taken together.
+type agreement struct {
+	views  int       // answering views
+	held   []*Import // their records of the object, in view order
+	newest *Import   // the newest record with data; of equally new ones, the first
+	// agreed: every answering view holds the object at one resourceVersion,
+	// or none holds it (deleted, or never there).
+	agreed bool
+}
+
+// agree sums up what the answering views hold. Views come in shape order,
+// the root shape first, so when two records with data are equally new (which
+// conversion None never gives, and which resourceVersions that are not well
+// formed always give), the root shape's wins.
+func agree(views []viewRecord) agreement {
+	var a agreement
+	for _, v := range views {
+		if v.role != answering {
+			continue
+		}
+		a.views++
+		im := v.record
+		if im == nil {
+			continue
+		}
+		a.held = append(a.held, im)
+		if im.HasData && (a.newest == nil || newer(im.ResourceVersion, a.newest.ResourceVersion)) {
+			a.newest = im
+		}
+	}
+	a.agreed = len(a.held) == a.views || len(a.held) == 0
+	for _, im := range a.held {
+		a.agreed = a.agreed && im.ResourceVersion == a.held[0].ResourceVersion
+	}
+	return a
+}
+
+// chooseRecord returns the record the service is answered from, nil for no
+// answer; prev is the answer in use, nil when there is none.
+func chooseRecord(views []viewRecord, prev *Service) *Import {
+	a := agree(views)
+	switch {
+	case prev != nil && a.newest != nil && newer(prev.ResourceVersion, a.newest.ResourceVersion):
+		// The answer is newer than every view's data: the view with the new
+		// write reads it empty and the other has not caught up, or a view
+		// that replaced another is behind it. Never go back to older data.
+		return prev.Import
+	case prev != nil && a.newest == nil && !a.agreed:
+		// No data in any view, and a view has not caught up: a delete, or a
+		// rewrite into the other shape, seen by one view so far. Keep
+		// answering until they agree.
+		return prev.Import
+	default:
+		return a.newest
+	}
+}
+
+// lossVerdict is what the views say about the object's data.
+type lossVerdict int
+
+const (
+	// lossUnknown: nothing to say. The views disagree (one has not caught
+	// up), or the only view reads the object empty and nothing was answered
+	// before: its data may be in the other shape, which is not read (that is
+	// reported as an unread version, not per object).
+	lossUnknown lossVerdict = iota
+	// notLost: the views agree that the object has data, or that it is gone.
+	notLost
+	// lost: every answering view reads the object empty at one write: it was
+	// written through a version that is not the storage version, and the API
+	// server dropped its fields.
+	lost
+)
+
+// judgeLoss says whether the object's data was lost and, when it was, at
+// which resourceVersion.
+func judgeLoss(views []viewRecord, prev *Service) (lossVerdict, string) {
+	a := agree(views)
+	switch {
+	case !a.agreed:
+		return lossUnknown, ""
+	case a.newest != nil || len(a.held) == 0:
+		return notLost, ""
+	case a.views > 1 || prev != nil:
+		return lost, a.held[0].ResourceVersion
+	default:
+		return lossUnknown, ""
+	}
+}
