@@ -360,14 +360,6 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map
 		}
 		rep.checks = append(rep.checks, lines...)
 	}
-	cmpCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	diffs, err := compare(cmpCtx, stock, ours, comparisonQueries(fx, c.imports))
-	cancel()
-	if err != nil {
-		return fmt.Errorf("comparing answers: %w", err)
-	}
-	rep.diffs = diffs
-	logf("compared ours with stock on %d questions: %d kinds of question answered differently", len(comparisonQueries(fx, c.imports)), len(diffs))
 
 	// While measuring, the servers have their CPU to themselves: dnsperf,
 	// this program and both control planes go to the other one.
@@ -507,18 +499,20 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, starters m
 // again while dnsperf asks A queries, and its A-query throughput alone and
 // during those writes. The control planes share dnsperf's CPU, as in the QPS
 // runs: on two CPUs, dnsperf at full speed and the API server serving 200
-// writes a second slow each other, which is why the quiet propagation is
-// measured too.
+// writes a second slow each other, which is why the propagation is measured
+// alone too, with the control planes on both CPUs.
 func measureChurn(ctx context.Context, c config, cl *cluster, s *server, m mix) (quiet, busy propagation, err error) {
+	pctx, cancel := context.WithTimeout(ctx, 2*c.propDuration+4*time.Minute)
+	defer cancel()
+	// Alone, the control planes have both CPUs, as in propagation runs
+	// before the dnsperf runs were added.
+	if quiet, err = measurePropagation(pctx, cl, s, c.propRate, c.propESRate, c.propDuration, nil); err != nil {
+		return quiet, busy, err
+	}
 	if err := pinChildren(c.loadCPU, "etcd", "kube-apiserver"); err != nil {
 		return quiet, busy, err
 	}
 	defer func() { _ = pinChildren(allCPUs(), "etcd", "kube-apiserver") }()
-	pctx, cancel := context.WithTimeout(ctx, 2*c.propDuration+4*time.Minute)
-	defer cancel()
-	if quiet, err = measurePropagation(pctx, cl, s, c.propRate, c.propESRate, c.propDuration, nil); err != nil {
-		return quiet, busy, err
-	}
 	o := perfOpts{CPU: c.loadCPU, ServerCPU: c.serverCPU, Duration: c.duration, Clients: c.clients, Outstanding: c.outstanding}
 	waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
 	idle, err := runDnsperf(ctx, s, m, o, filepath.Join(c.out, fmt.Sprintf("dnsperf-scale-idle-%s.txt", s.Name)))

@@ -19,7 +19,6 @@ type report struct {
 	mixes      []mix
 	servers    []*server
 	checks     []string
-	diffs      []difference
 	results    []perfResult
 	footprints []footprint
 	loads      []load
@@ -222,13 +221,6 @@ func (r *report) String() string {
 			fmt.Fprintf(&b, "  WARNING: %s\n", w)
 		}
 	}
-	if len(r.diffs) > 0 {
-		b.WriteString("\nanswers that differ between stock and ours (SOA serials ignored):\n")
-		for _, d := range r.diffs {
-			fmt.Fprintf(&b, "  %s: %d of %d, e.g. %s\n    stock: %s\n    ours:  %s\n", d.Kind, d.Count, d.Of, d.Example,
-				orErr(d.Stock, d.StockErr), orErr(d.Ours, d.Err))
-		}
-	}
 	if len(r.footprints) > 0 {
 		fmt.Fprintf(&b, "\n%s:\n", footprintTitle)
 		b.WriteString(table(r.footprintRows()))
@@ -253,13 +245,6 @@ func (r *report) String() string {
 		b.WriteString(table(r.replicaRows()))
 	}
 	return b.String()
-}
-
-func orErr(s, err string) string {
-	if err != "" {
-		return "error: " + err
-	}
-	return strings.ReplaceAll(s, "\n", "\n           ")
 }
 
 func (r *report) detailRows() [][]string {
@@ -496,12 +481,6 @@ func (r *report) Markdown() string {
 	if len(r.replicas) > 0 {
 		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(replicasTitle[:1])+replicasTitle[1:])
 		b.WriteString(mdTable(r.replicaRows()))
-	}
-	if len(r.diffs) > 0 {
-		b.WriteString("\nQuestions answered differently by stock and ours (SOA serials ignored):\n\n")
-		for _, d := range r.diffs {
-			fmt.Fprintf(&b, "- %s: %d of %d, e.g. `%s`\n", d.Kind, d.Count, d.Of, d.Example)
-		}
 	}
 	return b.String()
 }

@@ -48,7 +48,7 @@ type server struct {
 // readyWithin bounds how long a server may take from exec to ready. With
 // -scale at 100,000 imports each server lists them all from the API server
 // before it says ready, on one CPU.
-const readyWithin = 300 * time.Second
+const readyWithin = 600 * time.Second
 
 // startServer writes a Corefile serving clusterset.local on a free port of
 // 127.0.0.1 with `errors`, `ready`, with metrics `prometheus` on another free

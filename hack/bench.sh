@@ -22,7 +22,7 @@
 #
 # It installs dnsperf and dig with apt-get when missing, builds kube-apiserver,
 # etcd and kubectl once (hack/realenv/build.sh), stock CoreDNS once (about 5
-# CPU-minutes) into .cache/bench/, and the project's CoreDNS every run.
+# CPU-minutes, hack/stock.sh) into .cache/bench/, and the project's CoreDNS every run.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,16 +56,8 @@ fi
 
 hack/realenv/build.sh
 
-# Stock CoreDNS exactly as released: bench/stock requires CoreDNS v1.15.0 and
-# nothing else, so its build list is CoreDNS's own go.mod.
-stock=$out/coredns-stock-v1.15.0
-if [ ! -x "$stock" ] || ! "$stock" -version 2>/dev/null | grep -q '^CoreDNS-1.15.0$'; then
-	echo "bench: building stock CoreDNS v1.15.0 from the Go module proxy (a few minutes, once)"
-	(cd bench/stock && go build -trimpath -o "$stock.tmp" github.com/coredns/coredns)
-	mv "$stock.tmp" "$stock"
-else
-	echo "bench: reusing $stock"
-fi
+# Stock CoreDNS exactly as released, built once (hack/stock.sh).
+stock=$(hack/stock.sh)
 
 echo "bench: building the project's CoreDNS (./cmd/coredns) and the benchmark driver"
 go build -trimpath -o "$out/coredns-ours" ./cmd/coredns

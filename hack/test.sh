@@ -8,7 +8,9 @@
 #   - go build -race of CoreDNS with the plugin (./cmd/coredns);
 #   - the end-to-end tests: real etcd and kube-apiserver (built from source by
 #     hack/realenv/build.sh into .cache/bin, about 20 minutes the first time on
-#     2 cores, reused afterwards), the project's CoreDNS, and dig.
+#     2 cores, reused afterwards), the project's CoreDNS, dig, and stock
+#     CoreDNS v1.15.0 (hack/stock.sh, built once into .cache/bench, about 5
+#     CPU-minutes) for the parity check against it (TestParityWithStock).
 # It installs dig (bind9-dnsutils), promtool (prometheus) and a C compiler for
 # -race when missing, with apt-get when run as root. Full logs go to .cache/test-logs/.
 set -euo pipefail
@@ -158,8 +160,15 @@ realenv_ok=true
 hack/realenv/build.sh || { realenv_ok=false; fail "hack/realenv/build.sh"; }
 echo "($((SECONDS - t0))s)"
 
+# Stock CoreDNS v1.15.0, built once as hack/bench.sh builds it, for
+# TestParityWithStock, which compares its answers with ours.
+step "stock CoreDNS v1.15.0 (hack/stock.sh)"
+t0=$SECONDS
+stock=$(hack/stock.sh) || { stock=; fail "hack/stock.sh"; }
+echo "($((SECONDS - t0))s)"
+
 if $coredns_ok && $realenv_ok; then
-	E2E_COREDNS=$top/.cache/coredns-e2e-race E2E_IMAGE_TAR=$image_tar \
+	E2E_COREDNS=$top/.cache/coredns-e2e-race E2E_IMAGE_TAR=$image_tar E2E_STOCK_COREDNS=$stock \
 		gotest e2e test/e2e -count=1 -v -timeout 20m ./...
 fi
 
