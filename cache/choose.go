@@ -34,10 +34,12 @@ type viewRecord struct {
 }
 
 // agreement is what the answering views hold of one object, taken together.
+// It is made for every rebuild of a service, so it allocates nothing.
 type agreement struct {
-	views  int       // answering views
-	held   []*Import // their records of the object, in view order
-	newest *Import   // the newest record with data; of equally new ones, the first
+	views  int     // answering views
+	held   int     // how many of them hold a record of the object
+	heldRV string  // the resourceVersion of the first record held
+	newest *Import // the newest record with data; of equally new ones, the first
 	// agreed: every answering view holds the object at one resourceVersion,
 	// or none holds it (deleted, or never there).
 	agreed bool
@@ -48,7 +50,7 @@ type agreement struct {
 // conversion None never gives, and which resourceVersions that are not well
 // formed always give), the root shape's wins.
 func agree(views []viewRecord) agreement {
-	var a agreement
+	a := agreement{agreed: true}
 	for _, v := range views {
 		if v.role != answering {
 			continue
@@ -58,15 +60,16 @@ func agree(views []viewRecord) agreement {
 		if im == nil {
 			continue
 		}
-		a.held = append(a.held, im)
+		if a.held == 0 {
+			a.heldRV = im.ResourceVersion
+		}
+		a.held++
+		a.agreed = a.agreed && im.ResourceVersion == a.heldRV
 		if im.HasData && (a.newest == nil || newer(im.ResourceVersion, a.newest.ResourceVersion)) {
 			a.newest = im
 		}
 	}
-	a.agreed = len(a.held) == a.views || len(a.held) == 0
-	for _, im := range a.held {
-		a.agreed = a.agreed && im.ResourceVersion == a.held[0].ResourceVersion
-	}
+	a.agreed = a.agreed && (a.held == a.views || a.held == 0)
 	return a
 }
 
@@ -114,10 +117,10 @@ func judgeLoss(views []viewRecord, prev *Service) (lossVerdict, string) {
 	switch {
 	case !a.agreed:
 		return lossUnknown, ""
-	case a.newest != nil || len(a.held) == 0:
+	case a.newest != nil || a.held == 0:
 		return notLost, ""
 	case a.views > 1 || prev != nil:
-		return lost, a.held[0].ResourceVersion
+		return lost, a.heldRV
 	default:
 		return lossUnknown, ""
 	}

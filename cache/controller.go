@@ -646,7 +646,8 @@ func (c *Controller) publishStatsIfSynced() {
 // choose.go, says how) and reports a loss of its data once per write, not on
 // every rebuild of the service.
 func (c *Controller) choose(k string, prev *Service) *Import {
-	views := c.viewRecords(k)
+	var buf [4]viewRecord // two shapes, each with a view in place and one starting
+	views := c.viewRecords(k, buf[:0])
 	switch verdict, at := judgeLoss(views, prev); {
 	case verdict == lost && c.lost[k] != at:
 		c.lost[k] = at
@@ -658,32 +659,27 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	return chooseRecord(views, prev)
 }
 
-// viewRecords gathers what every view holds of the service k: the answering
-// views first, in shape order, then those starting.
-func (c *Controller) viewRecords(k string) []viewRecord {
-	c.viewsMu.RLock()
-	views := c.views // replaced, never changed: safe to read unlocked
-	var waiting []*view
-	for _, sh := range c.shapes {
-		if sh.starting != nil {
-			waiting = append(waiting, sh.starting)
-		}
-	}
-	c.viewsMu.RUnlock()
+// viewRecords appends to out what every view holds of the service k: the
+// answering views first, in shape order, then those starting.
+func (c *Controller) viewRecords(k string, out []viewRecord) []viewRecord {
 	ns, name := splitKey(k)
-	out := make([]viewRecord, 0, len(views)+len(waiting))
-	held := func(v *view, role viewRole) {
+	storeKey := ns + "/" + name
+	held := func(v *view, role viewRole) viewRecord {
 		r := viewRecord{version: v.version, role: role}
-		if obj, ok, _ := v.informer.GetStore().GetByKey(ns + "/" + name); ok {
+		if obj, ok, _ := v.informer.GetStore().GetByKey(storeKey); ok {
 			r.record = obj.(*Import)
 		}
-		out = append(out, r)
+		return r
 	}
-	for _, v := range views {
-		held(v, answering)
+	c.viewsMu.RLock()
+	defer c.viewsMu.RUnlock()
+	for _, v := range c.views {
+		out = append(out, held(v, answering))
 	}
-	for _, v := range waiting {
-		held(v, starting)
+	for _, sh := range c.shapes {
+		if sh.starting != nil {
+			out = append(out, held(sh.starting, starting))
+		}
 	}
 	return out
 }
