@@ -6,9 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -60,21 +57,6 @@ func checkServer(s *server, mixes []mix, fx fixture) ([]string, error) {
 		lines = append(lines, fmt.Sprintf("%-5s dig %s %s -> %s, aa=%v: %s", s.Name, m.Sample, m.SampleType, r.Rcode, r.AA(), summary))
 	}
 	return lines, nil
-}
-
-// exchange asks addr q with EDNS0 (4096) over UDP, and over TCP when truncated.
-func exchange(addr string, name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.RecursionDesired = false
-	m.SetEdns0(4096, false)
-	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second, UDPSize: 4096}
-	r, _, err := c.Exchange(m, addr)
-	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		r, _, err = c.Exchange(m, addr)
-	}
-	return r, err
 }
 
 func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }

@@ -166,6 +166,13 @@ func run(c config) error {
 	if c.charts == "" {
 		c.charts = c.out
 	}
+	// Absolute, so that the Markdown's links to the charts can be made
+	// relative to it.
+	chartsDir, err := filepath.Abs(c.charts)
+	if err != nil {
+		return err
+	}
+	c.charts = chartsDir
 	if err := os.MkdirAll(c.charts, 0o755); err != nil {
 		return err
 	}

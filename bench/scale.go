@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // footprint is a server's start-up cost with a number of imports loaded.
@@ -66,7 +68,7 @@ func measureFootprint(start func() (*server, error), fx fixture, imports int, se
 	}
 	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: others.share(s.PID())}
 	last := fx.name(imports - 1)
-	r, err := exchange(s.addr(), last, dns.TypeA)
+	r, err := harness.Exchange(s.addr(), last, dns.TypeA)
 	if err != nil {
 		s.Stop()
 		return nil, f, fmt.Errorf("%s: %s A: %w", s.Name, last, err)

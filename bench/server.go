@@ -158,7 +158,7 @@ func (s *server) waitReady(url string, start time.Time, within time.Duration) er
 			// The ready plugin listens before the DNS server does: ready
 			// means both, and an answer to the apex SOA.
 			if resp.StatusCode == http.StatusOK {
-				if r, err := exchange(s.addr(), zone+".", dns.TypeSOA); err == nil && r.Rcode == dns.RcodeSuccess {
+				if r, err := harness.Exchange(s.addr(), zone+".", dns.TypeSOA); err == nil && r.Rcode == dns.RcodeSuccess {
 					s.ReadyIn = time.Since(start)
 					return nil
 				}

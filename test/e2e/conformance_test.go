@@ -41,11 +41,8 @@ const confPortsYAML = `
   - {name: tcp, protocol: TCP, port: 42}
   - {name: udp, protocol: UDP, port: 42}`
 
-// confEndpoint is one endpoint of an MCS EndpointSlice: ready is "true",
-// "false" or "" (the condition unset, which counts as ready).
-type confEndpoint struct {
-	addr, hostname, ready string
-}
+// confEndpoint is one endpoint of hello's EndpointSlices.
+type confEndpoint = mcsEndpoint
 
 // confImport writes hello's ServiceImport in ns through v1beta1, as an MCS
 // controller does: spec on create, then status.clusters through the status
@@ -85,31 +82,7 @@ spec:
 // confSlice writes one MCS EndpointSlice of hello in ns, from confClusterID.
 func confSlice(t *testing.T, ns, name, addressType string, eps []confEndpoint) {
 	t.Helper()
-	var b strings.Builder
-	for _, ep := range eps {
-		fmt.Fprintf(&b, "- addresses: [%q]\n", ep.addr)
-		if ep.hostname != "" {
-			fmt.Fprintf(&b, "  hostname: %s\n", ep.hostname)
-		}
-		if ep.ready == "" {
-			b.WriteString("  conditions: {}\n")
-		} else {
-			fmt.Fprintf(&b, "  conditions: {ready: %s}\n", ep.ready)
-		}
-	}
-	apply(t, fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %s
-  namespace: %s
-  labels:
-    multicluster.kubernetes.io/service-name: %s
-    multicluster.kubernetes.io/source-cluster: %s
-    endpointslice.kubernetes.io/managed-by: %s
-addressType: %s
-ports:%s
-endpoints:
-%s`, name, ns, confService, confClusterID, confManagedBy, addressType, strings.ReplaceAll(confPortsYAML, "\n  ", "\n"), b.String()))
+	applyMCSSlice(t, ns, name, confService, confClusterID, confManagedBy, addressType, strings.ReplaceAll(confPortsYAML, "\n  ", "\n"), eps)
 }
 
 // confNamespace creates a namespace of the spec's own, as the suite's
@@ -119,14 +92,9 @@ func confNamespace(t *testing.T, ns string) {
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 }
 
-// confEndpointName is the label the suite derives for an endpoint without a
-// hostname: its address with dots or colons as dashes.
-func confEndpointName(ep confEndpoint) string {
-	if ep.hostname != "" {
-		return ep.hostname
-	}
-	return strings.NewReplacer(".", "-", ":", "-").Replace(ep.addr)
-}
+// confEndpointName is the label the suite derives for an endpoint: its
+// hostname, else its address with dots or colons as dashes.
+func confEndpointName(ep confEndpoint) string { return ep.label() }
 
 // confRecord is the A or AAAA record of ep's address at name.
 func confRecord(name string, ep confEndpoint) string {

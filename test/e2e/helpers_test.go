@@ -167,3 +167,50 @@ func startPluginDNS(t testing.TB, options ...string) *harness.CoreDNS {
 		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig, options...),
 	})
 }
+
+// mcsEndpoint is one endpoint of an MCS EndpointSlice a test writes: ready
+// is "true", "false" or "" (the condition unset, which counts as ready).
+type mcsEndpoint struct {
+	addr, hostname, ready string
+}
+
+// label is the endpoint's DNS label under its cluster: its hostname, else
+// its address with dots or colons as dashes.
+func (ep mcsEndpoint) label() string {
+	if ep.hostname != "" {
+		return ep.hostname
+	}
+	return strings.NewReplacer(".", "-", ":", "-").Replace(ep.addr)
+}
+
+// applyMCSSlice writes an MCS EndpointSlice: name in ns, for service, from
+// cluster, managed by managedBy, with the YAML list of ports (each item
+// starting "\n- ") and the endpoints eps.
+func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressType, ports string, eps []mcsEndpoint) {
+	t.Helper()
+	var b strings.Builder
+	for _, ep := range eps {
+		fmt.Fprintf(&b, "- addresses: [%q]\n", ep.addr)
+		if ep.hostname != "" {
+			fmt.Fprintf(&b, "  hostname: %s\n", ep.hostname)
+		}
+		if ep.ready == "" {
+			b.WriteString("  conditions: {}\n")
+		} else {
+			fmt.Fprintf(&b, "  conditions: {ready: %s}\n", ep.ready)
+		}
+	}
+	apply(t, fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %s
+  namespace: %s
+  labels:
+    multicluster.kubernetes.io/service-name: %s
+    multicluster.kubernetes.io/source-cluster: %s
+    endpointslice.kubernetes.io/managed-by: %s
+addressType: %s
+ports:%s
+endpoints:
+%s`, name, ns, service, cluster, managedBy, addressType, ports, b.String()))
+}

@@ -94,8 +94,8 @@ func TestParityWithStock(t *testing.T) {
 	seen := make([]int, len(allowed))
 	same := 0
 	for _, q := range qs {
-		rs, errS := parityExchange(stockDNS.Addr(), q.name, q.qtype)
-		ro, errO := parityExchange(oursDNS.Addr(), q.name, q.qtype)
+		rs, errS := harness.Exchange(stockDNS.Addr(), q.name, q.qtype)
+		ro, errO := harness.Exchange(oursDNS.Addr(), q.name, q.qtype)
 		if errS != nil || errO != nil {
 			t.Errorf("%s %s (%s): stock: %v; ours: %v", q.name, dns.TypeToString[q.qtype], q.kind, errS, errO)
 			continue
@@ -337,19 +337,7 @@ type parityImport struct {
 // fqdn is the service's name in the zone.
 func (im parityImport) fqdn() string { return im.name + "." + im.ns + ".svc." + apex }
 
-type parityEndpoint struct {
-	addr, hostname string
-	ready          string // "true", "false", or "" (unset: ready)
-}
-
-// label is the endpoint's name under its cluster: its hostname, else its
-// address with dots or colons as dashes.
-func (ep parityEndpoint) label() string {
-	if ep.hostname != "" {
-		return ep.hostname
-	}
-	return strings.NewReplacer(".", "-", ":", "-").Replace(ep.addr)
-}
+type parityEndpoint = mcsEndpoint
 
 type paritySlice struct {
 	cluster, addressType string
@@ -457,31 +445,8 @@ spec:
 // parityWriteSlice writes one MCS EndpointSlice of im from s.cluster.
 func parityWriteSlice(t *testing.T, im parityImport, s paritySlice) {
 	t.Helper()
-	var b strings.Builder
-	for _, ep := range s.endpoints {
-		fmt.Fprintf(&b, "- addresses: [%q]\n", ep.addr)
-		if ep.hostname != "" {
-			fmt.Fprintf(&b, "  hostname: %s\n", ep.hostname)
-		}
-		if ep.ready == "" {
-			b.WriteString("  conditions: {}\n")
-		} else {
-			fmt.Fprintf(&b, "  conditions: {ready: %s}\n", ep.ready)
-		}
-	}
-	apply(t, fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %s-%s-%s
-  namespace: %s
-  labels:
-    multicluster.kubernetes.io/service-name: %s
-    multicluster.kubernetes.io/source-cluster: %s
-    endpointslice.kubernetes.io/managed-by: parity.multicluster.x-k8s.io
-addressType: %s
-ports:%s
-endpoints:
-%s`, im.name, s.cluster, strings.ToLower(s.addressType), im.ns, im.name, s.cluster, s.addressType, im.portsYAML(""), b.String()))
+	applyMCSSlice(t, im.ns, im.name+"-"+s.cluster+"-"+strings.ToLower(s.addressType), im.name, s.cluster,
+		"parity.multicluster.x-k8s.io", s.addressType, im.portsYAML(""), s.endpoints)
 }
 
 func quoteAll(ss []string) string {
@@ -500,7 +465,7 @@ func paritySynced(c *harness.CoreDNS, imports []parityImport, headless []parityH
 		if strings.Contains(im.ips[0], ":") {
 			qtype = dns.TypeAAAA
 		}
-		r, err := parityExchange(c.Addr(), im.fqdn(), qtype)
+		r, err := harness.Exchange(c.Addr(), im.fqdn(), qtype)
 		if err != nil {
 			return err
 		}
@@ -520,7 +485,7 @@ func paritySynced(c *harness.CoreDNS, imports []parityImport, headless []parityH
 		if want == 0 {
 			continue
 		}
-		r, err := parityExchange(c.Addr(), hl.fqdn(), dns.TypeA)
+		r, err := harness.Exchange(c.Addr(), hl.fqdn(), dns.TypeA)
 		if err != nil {
 			return err
 		}
@@ -617,22 +582,6 @@ func parityQueries(imports []parityImport, headless []parityHeadless) []parityQu
 	add("dns-version", "dns-version."+apex, dns.TypeTXT, dns.TypeA)
 	add("name under the apex", "nosuch."+apex, dns.TypeA)
 	return qs
-}
-
-// parityExchange asks addr with EDNS0 (4096) over UDP, and over TCP when
-// truncated.
-func parityExchange(addr, name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.RecursionDesired = false
-	m.SetEdns0(4096, false)
-	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second, UDPSize: 4096}
-	r, _, err := c.Exchange(m, addr)
-	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		r, _, err = c.Exchange(m, addr)
-	}
-	return r, err
 }
 
 // parityRender is what is compared of a response: rcode, AA, and each

@@ -128,3 +128,20 @@ func Briefs(rrs []dns.RR) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Exchange asks addr one question without recursion, with EDNS0 (4096
+// bytes) over UDP, and again over TCP when the answer is truncated: the
+// library's view of an answer, where Dig is dig's.
+func Exchange(addr, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = false
+	m.SetEdns0(4096, false)
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second, UDPSize: 4096}
+	r, _, err := c.Exchange(m, addr)
+	if err == nil && r.Truncated {
+		c.Net = "tcp"
+		r, _, err = c.Exchange(m, addr)
+	}
+	return r, err
+}
