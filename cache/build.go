@@ -89,14 +89,14 @@ type namedAddrs struct {
 // normalize gathers the inputs of one service. It returns false when the
 // service has nothing to answer: a ClusterSetIP import without IPs, or a
 // headless import without ready endpoints.
-func normalize(im *Import, slices_ []*Slice) (normalized, bool) {
+func normalize(im *Import, sliceRecords []*Slice) (normalized, bool) {
 	n := normalized{headless: im.Headless, ports: im.Ports}
 	if !im.Headless {
 		n.ips = im.IPs
 		return n, len(n.ips) > 0
 	}
 	byName := map[string][]netip.Addr{}
-	for _, s := range slices_ {
+	for _, s := range sliceRecords {
 		if s.Cluster == "" {
 			continue
 		}

@@ -89,15 +89,15 @@ type Controller struct {
 	idle       time.Duration                  // discovery interval while the CRD is watched and unchanged
 	hurry      time.Duration                  // discovery interval for a while after the CRD changes
 
-	discoErr bool              // the last discovery failed (logged once)
-	servedAt time.Time         // when discovery was last asked
-	lastSeen map[string]bool   // what it said last, by version; nil until it answers
-	retired  []*view           // views replaced or stopped, waited for when Run ends
-	unread   map[string]bool   // versions served but read by no view; nil before the first discovery
-	noCRD    bool              // no version is served (logged once)
-	apiDown  atomic.Bool       // list or watch cannot reach the API server (logged once)
-	access   *permission       // the ServiceImport and EndpointSlice watches'
-	lost     map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
+	discoErr     bool              // the last discovery failed (logged once)
+	servedAt     time.Time         // when discovery was last asked
+	lastSeen     map[string]bool   // what it said last, by version; nil until it answers
+	retired      []*view           // views replaced or stopped, waited for when Run ends
+	unread       map[string]bool   // versions served but read by no view; nil before the first discovery
+	noCRD        bool              // no version is served (logged once)
+	apiDown      atomic.Bool       // list or watch cannot reach the API server (logged once)
+	access       *permission       // the ServiceImport and EndpointSlice watches'
+	lossReported map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	sliceReports *reportedWrites // the EndpointSlice writes whose problems were reported
 
@@ -142,12 +142,12 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		cfg.Log = nopLogger{}
 	}
 	c := &Controller{
-		cfg:     cfg,
-		idx:     newIndex(cfg.Reverse),
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		imports: map[string]int{},
-		dyn:     dyn,
-		lost:    map[string]string{},
+		cfg:          cfg,
+		idx:          newIndex(cfg.Reverse),
+		queue:        workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		imports:      map[string]int{},
+		dyn:          dyn,
+		lossReported: map[string]string{},
 
 		sliceReports: newReportedWrites(),
 
@@ -182,7 +182,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 	c.crd = c.newCRDWatch()
 
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("EndpointSlices", c.access, &toolscache.ListWatch{
+	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("EndpointSlices", c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -220,7 +220,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(sh *shape, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("ServiceImports "+version, c.access, &toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("ServiceImports "+version, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -282,7 +282,7 @@ func (r *refusals) passing() bool {
 	return r.granted.Load() && time.Duration(now-r.since.Load()) < passingFor
 }
 
-// permission is what patient does when a group of watches is refused: a
+// permission is what waitingOutErrors does when a group of watches is refused: a
 // refusal likely to pass is retried every passingRetry, unreported; one that
 // lasts is reported once, with denied, and retried every retry, until a
 // request is allowed again, which granted reports.
@@ -294,14 +294,14 @@ type permission struct {
 	granted   func(what string)
 }
 
-// patient makes list and watch calls wait out an unreachable API server,
+// waitingOutErrors makes list and watch calls wait out an unreachable API server,
 // retrying every retryEvery, instead of failing back to the informer, whose
 // exponential backoff would grow to 30s during a long outage and delay the
 // recovery by as much. A permission error is waited out as well, as access
 // says, so that missing RBAC gives one clear log line rather than a stream
 // of client-go's. Other errors the API server returns (404, 410) go to the
 // informer at once. Each outage and its end are logged once.
-func (c *Controller) patient(what string, access *permission, lw *toolscache.ListWatch) *toolscache.ListWatch {
+func (c *Controller) waitingOutErrors(what string, access *permission, lw *toolscache.ListWatch) *toolscache.ListWatch {
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
 			access.allowed()
@@ -594,14 +594,14 @@ func (c *Controller) sync(k string) {
 	}
 	var next *Service
 	if im != nil && im.HasData {
-		var slices_ []*Slice
+		var sliceRecords []*Slice
 		if im.Headless {
 			objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
 			for _, o := range objs {
-				slices_ = append(slices_, o.(*Slice))
+				sliceRecords = append(sliceRecords, o.(*Slice))
 			}
 		}
-		if n, ok := normalize(im, slices_); ok {
+		if n, ok := normalize(im, sliceRecords); ok {
 			if prev != nil && prev.inputs().equal(n) {
 				if prev.Import != im {
 					// Same answers from a newer record, or from another
@@ -649,12 +649,12 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	var buf [4]viewRecord // two shapes, each with a view in place and one starting
 	views := c.viewRecords(k, buf[:0])
 	switch verdict, at := judgeLoss(views, prev); {
-	case verdict == lost && c.lost[k] != at:
-		c.lost[k] = at
+	case verdict == lost && c.lossReported[k] != at:
+		c.lossReported[k] = at
 		ns, name := splitKey(k)
 		c.report("ServiceImport", ns, name, []string{ReasonDataLost})
 	case verdict == notLost:
-		delete(c.lost, k)
+		delete(c.lossReported, k)
 	}
 	return chooseRecord(views, prev)
 }

@@ -65,7 +65,7 @@ func importFrom(u *unstructured.Unstructured, version string, fields map[string]
 		im.Problems = append(im.Problems, ReasonDecode)
 		return im
 	}
-	fill(im, typ, ips, ports)
+	readShared(im, typ, ips, ports)
 	return im
 }
 
@@ -140,9 +140,9 @@ type rawPort struct {
 	port  int64
 }
 
-// fill validates the fields both versions share. A view without a type is a
+// readShared validates the fields both shapes share and puts them in im. A view without a type is a
 // view the API server pruned: it carries no data.
-func fill(im *Import, typ string, ips []string, ports []rawPort) {
+func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 	switch typ {
 	case "":
 		return

@@ -119,6 +119,6 @@ func importFromTyped(si *mcsv1beta1.ServiceImport) *Import {
 	for i, p := range si.Spec.Ports {
 		ports[i] = rawPort{p.Name, corev1.Protocol(p.Protocol), int64(p.Port)}
 	}
-	fill(im, string(si.Spec.Type), si.Spec.IPs, ports)
+	readShared(im, string(si.Spec.Type), si.Spec.IPs, ports)
 	return im
 }

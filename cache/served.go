@@ -74,7 +74,7 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, s
 func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 	res := c.dyn.Resource(crdResource)
 	byName := fields.OneTermEqualSelector("metadata.name", ServiceImportCRD).String()
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.patient("the ServiceImport CRD", c.crdAccess, &toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("the ServiceImport CRD", c.crdAccess, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName
 			return res.List(ctx, o)
