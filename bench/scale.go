@@ -124,22 +124,20 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate), ESRate: float64(esRate)}
 	others := newOthersMeter(s.PID())
 	writes := min(int(float64(rate)*d.Seconds()), c.loaded, 1<<16) // one write per import, so answers cannot be confused
+	// importOf is the import that ServiceImport write k changes: spread over
+	// namespaces and names, and distinct for distinct k.
+	importOf := func(k int) int {
+		if c.loaded%7919 == 0 {
+			return k
+		}
+		return (k * 7919) % c.loaded
+	}
 	streams := []writeStream{{
 		rate: rate, n: writes,
 		target: func(k int) (string, string) {
-			i := (k * 7919) % c.loaded // spread over namespaces and names
-			if c.loaded%7919 == 0 {
-				i = k
-			}
-			return c.fx.name(i), fmt.Sprintf("10.150.%d.%d", (k>>8)&255, k&255)
+			return c.fx.name(importOf(k)), fmt.Sprintf("10.150.%d.%d", (k>>8)&255, k&255)
 		},
-		write: func(ctx context.Context, k int, ip string) error {
-			i := (k * 7919) % c.loaded
-			if c.loaded%7919 == 0 {
-				i = k
-			}
-			return c.setIP(ctx, i, ip)
-		},
+		write: func(ctx context.Context, k int, ip string) error { return c.setIP(ctx, importOf(k), ip) },
 	}}
 	if esRate > 0 {
 		streams = append(streams, writeStream{

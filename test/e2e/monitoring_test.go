@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -216,11 +215,11 @@ var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", `"$job"`, `".*"`
 // PrometheusRule, which must hold the same groups).
 func monitoringQueries(t *testing.T) []monitoringQuery {
 	t.Helper()
-	dir := filepath.Join(env.Repo, "deploy", "monitoring")
+	dir := filepath.Join("deploy", "monitoring") // readRepoFile reads below the repository
 	var out []monitoringQuery
 
 	var board map[string]any
-	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "dashboard.json")), &board); err != nil {
+	if err := json.Unmarshal([]byte(readRepoFile(t, filepath.Join(dir, "dashboard.json"))), &board); err != nil {
 		t.Fatal(err)
 	}
 	var walk func(path string, v any)
@@ -272,14 +271,14 @@ func monitoringQueries(t *testing.T) []monitoringQuery {
 		} `json:"groups"`
 	}
 	var rules groups
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "prometheus", "coredns-multicluster.rules.yaml")), &rules); err != nil {
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, filepath.Join(dir, "prometheus", "coredns-multicluster.rules.yaml"))), &rules); err != nil {
 		t.Fatal(err)
 	}
 	var pr struct {
 		Kind string `json:"kind"`
 		Spec groups `json:"spec"`
 	}
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "prometheusrule.yaml")), &pr); err != nil {
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, filepath.Join(dir, "prometheusrule.yaml"))), &pr); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := fmt.Sprint(rules), fmt.Sprint(pr.Spec); pr.Kind != "PrometheusRule" || a != b {
@@ -296,13 +295,4 @@ func monitoringQueries(t *testing.T) []monitoringQuery {
 		t.Fatalf("the rules file has %d alerts", n)
 	}
 	return out
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
