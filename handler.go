@@ -136,10 +136,10 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 		}
 		return m.clusterSetIP(rep, svc, svcName, p.sub, state.QName(), qtype)
 	}
-	if fi >= len(svc.Zones) {
+	z := svc.Zone(fi)
+	if z == nil {
 		return nameError
 	}
-	z := &svc.Zones[fi]
 	if p.kind == kindService {
 		return rep.put(answersFor(&z.Service, qtype))
 	}

@@ -36,8 +36,8 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 				switch {
 				case !svc.Headless:
 					ch <- m.clusterSetIPRecords(svc, zone)
-				case fi < len(svc.Zones):
-					ch <- zoneRecords(&svc.Zones[fi])
+				case svc.Zone(fi) != nil:
+					ch <- zoneRecords(svc.Zone(fi))
 				}
 			}
 		} else {

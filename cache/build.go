@@ -39,16 +39,32 @@ type Service struct {
 	// none when headless) and Ports (named, in the object's order). Never
 	// modify it.
 	*Import
-	Endpoints int           // ready endpoint names, headless only
-	Zones     []ZoneAnswers // headless only: one per configured zone, in the configured order
-	more      *details      // nil for a ClusterSetIP service whose ports differ in number, most of them
+	more *details // nil for a ClusterSetIP service whose ports differ in number, most of them
 }
 
 // details are what only some services need: kept apart, they cost the others
-// nothing (a Service fits in 48 bytes).
+// nothing (a Service is two pointers).
 type details struct {
-	srvPorts  []Port       // the ports at the service's own name, when some ports share a number
-	endpoints []namedAddrs // headless only: what Zones were made from
+	srvPorts  []Port        // the ports at the service's own name, when some ports share a number
+	endpoints []namedAddrs  // headless only: what zones were made from
+	zones     []ZoneAnswers // headless only: one per configured zone, in the configured order
+}
+
+// Zone returns a headless service's answers in the zone at index fi of the
+// configured zones; nil for a ClusterSetIP service or past the last zone.
+func (s *Service) Zone(fi int) *ZoneAnswers {
+	if s.more == nil || fi < 0 || fi >= len(s.more.zones) {
+		return nil
+	}
+	return &s.more.zones[fi]
+}
+
+// Endpoints is the number of a headless service's ready endpoint names.
+func (s *Service) Endpoints() int {
+	if s.more == nil {
+		return 0
+	}
+	return len(s.more.endpoints)
 }
 
 // SRVPorts are the ports of the SRV records at the service's own name: the
@@ -126,16 +142,16 @@ func (n normalized) equal(o normalized) bool {
 
 // build makes the answers of one service in every zone.
 func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
-	s := &Service{Import: im, Endpoints: len(n.endpoints)}
+	s := &Service{Import: im}
 	if srv := srvPorts(n.ports); srv != nil || n.headless {
 		s.more = &details{srvPorts: srv, endpoints: n.endpoints}
 	}
 	if !n.headless {
 		return s
 	}
-	s.Zones = make([]ZoneAnswers, len(zones))
+	s.more.zones = make([]ZoneAnswers, len(zones))
 	for i, zone := range zones {
-		s.Zones[i] = buildZone(im, n, s.SRVPorts(), zone, ttl)
+		s.more.zones[i] = buildZone(im, n, s.SRVPorts(), zone, ttl)
 	}
 	return s
 }

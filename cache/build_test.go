@@ -53,7 +53,7 @@ func TestHeadlessSRVOnePerTargetAndPort(t *testing.T) {
 	if !ok {
 		t.Fatal("no answers")
 	}
-	z := build(im, n, []string{"clusterset.local."}, 5).Zones[0]
+	z := *build(im, n, []string{"clusterset.local."}, 5).Zone(0)
 	for name, rs := range map[string][]dns.RR{
 		"svc":       z.Service.SRV,
 		"_tcp._tcp": z.Sub["_tcp._tcp"].SRV,

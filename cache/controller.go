@@ -69,6 +69,8 @@ type Controller struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
 	slices toolscache.SharedIndexInformer
 	synced atomic.Bool
+	live   atomic.Bool // the first build has begun: events are queued from now on
+	syncMu sync.Mutex  // one sync at a time: the worker's and syncAll's
 	serial atomic.Uint32
 
 	// One watch per shape: each shape's view reads it through the first of
@@ -350,13 +352,21 @@ func tombstone(obj any) any {
 	return obj
 }
 
+// enqueueImport and enqueueSlice queue the service of an event. Before the
+// first build they do nothing: that build reads every store.
 func (c *Controller) enqueueImport(obj any) {
+	if !c.live.Load() {
+		return
+	}
 	if im, ok := tombstone(obj).(*Import); ok {
 		c.queue.Add(key(im.Namespace, im.Name))
 	}
 }
 
 func (c *Controller) enqueueSlice(obj any) {
+	if !c.live.Load() {
+		return
+	}
 	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" {
 		c.queue.Add(key(s.Namespace, s.Service))
 	}
@@ -392,10 +402,11 @@ func (c *Controller) Run(ctx context.Context) {
 	for {
 		complete := c.reconcile(ctx)
 		if !c.synced.Load() && complete && c.slices.HasSynced() {
-			// Build everything once before answering, so the first answers are whole.
-			for c.queue.Len() > 0 {
-				c.processNext()
-			}
+			// Build everything once before answering, so the first answers
+			// are whole. An event from now on is queued: the stores hold
+			// every earlier one, and syncAll reads them.
+			c.live.Store(true)
+			c.syncAll()
 			c.synced.Store(true)
 			c.publishStats()
 			c.logf("synced: %d services from ServiceImport %v", c.idx.count(), c.activeVersions())
@@ -495,8 +506,8 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 	}
 	c.viewsMu.Unlock()
 	c.noteServed(served, read)
-	if changed {
-		c.enqueueAll()
+	if changed && c.live.Load() {
+		c.syncAll()
 	}
 	return complete
 }
@@ -527,23 +538,31 @@ type nopLogger struct{}
 func (nopLogger) Infof(string, ...any)    {}
 func (nopLogger) Warningf(string, ...any) {}
 
-// enqueueAll queues every service known to any view, slice or answer.
-func (c *Controller) enqueueAll() {
+// syncAll rebuilds every service known to any view, slice or answer, here
+// rather than through the queue: client-go's workqueue keeps a set of the
+// keys waiting, and a Go map never gives back the room it grew to, so a
+// queue that once held every key would keep tens of bytes per service for
+// the life of the process.
+func (c *Controller) syncAll() {
+	keys := map[string]struct{}{}
 	c.viewsMu.RLock()
 	for _, v := range c.views {
 		for _, obj := range v.informer.GetStore().List() {
 			im := obj.(*Import)
-			c.queue.Add(key(im.Namespace, im.Name))
+			keys[key(im.Namespace, im.Name)] = struct{}{}
 		}
 	}
 	c.viewsMu.RUnlock()
 	for _, k := range c.slices.GetIndexer().ListIndexFuncValues(sliceByService) {
-		c.queue.Add(k)
+		keys[k] = struct{}{}
 	}
 	c.idx.each(func(s *Service) bool {
-		c.queue.Add(key(s.Namespace, s.Name))
+		keys[key(s.Namespace, s.Name)] = struct{}{}
 		return true
 	})
+	for k := range keys {
+		c.sync(k)
+	}
 }
 
 func (c *Controller) activeVersions() []string {
@@ -587,6 +606,8 @@ func (c *Controller) Each(f func(*Service) bool) { c.idx.each(f) }
 
 // sync rebuilds the answers of one service from the informers' stores.
 func (c *Controller) sync(k string) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
 	prev := c.idx.get(k)
 	var im *Import
 	if ns, _ := splitKey(k); c.answers(ns) {
@@ -717,7 +738,7 @@ func (c *Controller) account(s *Service, d int) {
 	}
 	c.statsMu.Lock()
 	c.imports[s.Version] += d
-	c.endpoints += d * s.Endpoints
+	c.endpoints += d * s.Endpoints()
 	c.statsMu.Unlock()
 }
 

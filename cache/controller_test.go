@@ -231,7 +231,8 @@ func (e *env) haveAddrs(k string, want ...string) {
 // back only when that sync ends, which may be behind the first marker but
 // is before the worker takes the first marker, so ahead of the second one.
 // Markers live in namespace markNS, apart from what a test asserts. The
-// views must stay as they are meanwhile: a change of views queues every key.
+// views must stay as they are meanwhile: a change of views rebuilds every
+// service outside the queue.
 const markNS = "barrier"
 
 // settle waits until the events of the ServiceImport view of gvr's version
@@ -299,7 +300,7 @@ func addrsOf(s *Service) []string {
 		}
 		return got
 	}
-	for _, rr := range append(append([]dns.RR(nil), s.Zones[0].Service.A...), s.Zones[0].Service.AAAA...) {
+	for _, rr := range append(append([]dns.RR(nil), s.Zone(0).Service.A...), s.Zone(0).Service.AAAA...) {
 		got = append(got, rrAddr(rr))
 	}
 	return got

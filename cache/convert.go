@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -130,8 +134,13 @@ func integer(v any) (int64, bool) {
 	return 0, false
 }
 
+// intern returns the one copy of s the process keeps: a namespace, a port
+// name or a cluster name is held by many records, and each decoded object
+// brings its own copy.
+func intern(s string) string { return unique.Make(s).Value() }
+
 func newImport(u *unstructured.Unstructured, version string) *Import {
-	return &Import{Meta: Meta{Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, Version: version}
+	return &Import{Meta: Meta{Namespace: intern(u.GetNamespace()), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, Version: version}
 }
 
 type rawPort struct {
@@ -190,16 +199,19 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 			im.Problems = append(im.Problems, ReasonBadPortName)
 			continue
 		}
-		proto := strings.ToLower(string(p.proto))
-		switch proto {
-		case "":
+		var proto string // a constant, not a copy per record
+		switch strings.ToLower(string(p.proto)) {
+		case "", "tcp":
 			proto = "tcp"
-		case "tcp", "udp", "sctp":
+		case "udp":
+			proto = "udp"
+		case "sctp":
+			proto = "sctp"
 		default:
 			im.Problems = append(im.Problems, ReasonBadPort)
 			continue
 		}
-		np := Port{Name: p.name, Proto: proto, Port: uint16(p.port)}
+		np := Port{Name: intern(p.name), Proto: proto, Port: uint16(p.port)}
 		dup := false
 		for _, q := range im.Ports {
 			if q.Name == np.Name && q.Proto == np.Proto {
@@ -213,12 +225,46 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 		}
 		im.Ports = append(im.Ports, np)
 	}
+	im.Ports = sharedPorts(im.Ports)
+}
+
+// portLists holds one copy of each list of ports seen, up to maxPortLists of
+// them: most services of a cluster have one of a few lists (http, TCP 80),
+// and records are never modified, so theirs can be one slice.
+var portLists = struct {
+	sync.Mutex
+	m map[string][]Port
+}{m: map[string][]Port{}}
+
+const maxPortLists = 4096
+
+// sharedPorts returns the held copy of ports, holding it first if there is room.
+func sharedPorts(ports []Port) []Port {
+	if len(ports) == 0 {
+		return nil
+	}
+	var buf [256]byte
+	k := buf[:0]
+	for _, p := range ports {
+		k = append(append(append(append(k, p.Name...), '/'), p.Proto...), '/')
+		k = append(strconv.AppendUint(k, uint64(p.Port), 10), ',')
+	}
+	portLists.Lock()
+	defer portLists.Unlock()
+	if held, ok := portLists.m[string(k)]; ok {
+		return held
+	}
+	ports = slices.Clip(ports)
+	if len(portLists.m) < maxPortLists {
+		portLists.m[string(k)] = ports
+	}
+	return ports
 }
 
 // sliceFrom makes the slim record of a multi-cluster EndpointSlice. Only ready
 // endpoints are kept (a nil ready counts as ready).
 func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
-	s := &Slice{Meta: Meta{Namespace: es.Namespace, Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}
+	s := &Slice{Meta: Meta{Namespace: intern(es.Namespace), Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}
 	if len(validation.IsDNS1123Label(s.Service)) > 0 {
 		s.Problems = append(s.Problems, ReasonBadServiceName)
 		s.Service = ""
@@ -243,7 +289,7 @@ func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
 		s.Problems = append(s.Problems, ReasonAddressType)
 		return s
 	}
-	s.Cluster = cluster
+	s.Cluster = intern(cluster)
 	for _, ep := range es.Endpoints {
 		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -229,3 +230,31 @@ func ptr[T any](v T) *T { return &v }
 // The readers of the two versions most tests use.
 func importFromV1alpha2(u *unstructured.Unstructured) *Import { return importFromRoot(u, V1alpha2) }
 func importFromV1alpha1(u *unstructured.Unstructured) *Import { return importFromSpec(u, V1alpha1) }
+
+// Records of different objects share what is alike in them: the namespace,
+// the list of ports, the cluster name. They are never modified, so sharing
+// is safe, and a hundred thousand imports do not each hold a copy.
+func TestRecordsShareWhatIsAlike(t *testing.T) {
+	http := func() []any { return ports(map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}) }
+	obj := func(name string) *unstructured.Unstructured {
+		ns := string([]byte("ns-1")) // a copy of its own, as each decoded object has
+		return withFields(v2(ns, name, "1", "ClusterSetIP", "10.0.0.1"), map[string]any{"ports": http()})
+	}
+	a, b := importFromRoot(obj("a"), V1alpha2), importFromRoot(obj("b"), V1alpha2)
+	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
+		t.Error("each record has its own copy of the namespace")
+	}
+	if len(a.Ports) != 1 || &a.Ports[0] != &b.Ports[0] || cap(a.Ports) != len(a.Ports) {
+		t.Errorf("ports %v and %v are not one clipped slice", a.Ports, b.Ports)
+	}
+	other := withFields(v2("ns-1", "c", "1", "ClusterSetIP", "10.0.0.1"), map[string]any{"ports": ports(
+		map[string]any{"name": "http", "protocol": "UDP", "port": int64(80)})})
+	if c := importFromRoot(other, V1alpha2); c.Ports[0].Proto != "udp" || &c.Ports[0] == &a.Ports[0] {
+		t.Errorf("a different list is shared: %v", c.Ports)
+	}
+	s1 := sliceFrom(mcSlice("ns-1", "s1", "svc", string([]byte("west")), "10.0.0.1"))
+	s2 := sliceFrom(mcSlice("ns-1", "s2", "svc", string([]byte("west")), "10.0.0.2"))
+	if unsafe.StringData(s1.Cluster) != unsafe.StringData(s2.Cluster) {
+		t.Error("each slice record has its own copy of the cluster name")
+	}
+}

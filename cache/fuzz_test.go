@@ -73,7 +73,7 @@ func FuzzObjectToRecords(f *testing.F) {
 			return
 		}
 		var all []dns.RR
-		z := svc.Zones[0]
+		z := *svc.Zone(0)
 		all = append(all, z.Service.A...)
 		all = append(all, z.Service.AAAA...)
 		all = append(all, z.Service.SRV...)
