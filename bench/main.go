@@ -44,6 +44,7 @@ type config struct {
 	scale                bool
 	scaleImports         []int // increasing
 	settle               time.Duration
+	loadedFor            time.Duration
 	propRate             int
 	propDuration         time.Duration
 	markdown             string
@@ -77,6 +78,7 @@ func main() {
 	flag.BoolVar(&c.scale, "scale", false, "also measure memory (RSS, Go heap) and time to ready at each -scale-imports, and propagation latency at the largest")
 	scaleImports := flag.String("scale-imports", "10000,100000", "comma-separated numbers of ClusterSetIP imports at which -scale measures memory and time to ready; propagation at the largest")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading memory again (-scale)")
+	flag.DurationVar(&c.loadedFor, "loaded-for", 60*time.Second, "dnsperf A queries for this long at the largest number of imports, then read memory again (-scale; 0: not measured)")
 	flag.IntVar(&c.propRate, "prop-rate", 100, "ServiceImport writes per second for the propagation measurement (-scale)")
 	flag.IntVar(&c.propESRate, "prop-es-rate", 100, "EndpointSlice writes per second for the propagation measurement, beside the ServiceImport writes (-scale)")
 	flag.IntVar(&c.replicas, "replicas", 20, "replicas of each server started together at the largest -scale-imports, to measure the API server's load (0: none)")
@@ -467,6 +469,16 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, starters m
 			if !largest {
 				s.Stop()
 				continue
+			}
+			if c.loadedFor > 0 {
+				o := perfOpts{CPU: c.loadCPU, ServerCPU: c.serverCPU, Duration: c.loadedFor, Clients: c.clients, Outstanding: c.outstanding}
+				if err := measureLoaded(ctx, s, scaleMix, o, filepath.Join(c.out, fmt.Sprintf("dnsperf-scale-loaded-%s.txt", s.Name)), &rep.footprints[len(rep.footprints)-1]); err != nil {
+					s.Stop()
+					return fmt.Errorf("memory under load, %s: %w", k.name, err)
+				}
+				f := rep.footprints[len(rep.footprints)-1]
+				logf("scale: %-5s after %v of dnsperf (%.0f QPS): RssAnon %d MiB, Go heap in use %.0f MiB, live %.0f MiB",
+					k.name, c.loadedFor, f.LoadedQPS, f.Loaded.Anon>>10, mibOf(f.LoadedHeap.HeapInuse), mibOf(f.LoadedHeap.Live))
 			}
 			quiet, p, err := measureChurn(ctx, c, k.cl, s, scaleMix)
 			s.Stop()

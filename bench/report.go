@@ -298,13 +298,28 @@ func mibBytes(b int64) string {
 	return fmt.Sprintf("%.1f MiB", mibOf(b))
 }
 
+// perImport is a heap's size divided by the number of imports, the
+// process's own start-up share included.
+func perImport(b int64, imports int) string {
+	if b == 0 || imports == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f B", float64(b)/float64(imports))
+}
+
 func (r *report) footprintRows() [][]string {
 	rows := [][]string{{"server", "imports", "time to ready", "VmRSS at ready", "VmRSS settled", "RssAnon settled", "VmHWM",
-		"Go heap in use settled", "Go heap sys settled", "Go alloc settled", "Go live heap (after a GC)", "others' CPU until ready"}}
+		"Go heap in use settled", "Go heap sys settled", "Go alloc settled", "Go live heap (after a GC)", "live heap per import", "others' CPU until ready",
+		"RssAnon after dnsperf", "Go heap in use after dnsperf", "Go live heap after dnsperf"}}
 	for _, f := range r.footprints {
-		rows = append(rows, []string{f.Label, fmt.Sprint(f.Imports), fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()),
+		loaded := []string{"-", "-", "-"}
+		if f.LoadedFor > 0 {
+			loaded = []string{fmt.Sprintf("%s (%v, %.0f QPS)", mib(f.Loaded.Anon), f.LoadedFor, f.LoadedQPS),
+				mibBytes(f.LoadedHeap.HeapInuse), mibBytes(f.LoadedHeap.Live)}
+		}
+		rows = append(rows, append([]string{f.Label, fmt.Sprint(f.Imports), fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()),
 			mib(f.AtReady.RSS), mib(f.Settled.RSS), mib(f.Settled.Anon), mib(f.Settled.HWM),
-			mibBytes(f.Heap.HeapInuse), mibBytes(f.Heap.HeapSys), mibBytes(f.Heap.Alloc), mibBytes(f.Heap.Live), pct(f.Others)})
+			mibBytes(f.Heap.HeapInuse), mibBytes(f.Heap.HeapSys), mibBytes(f.Heap.Alloc), mibBytes(f.Heap.Live), perImport(f.Heap.Live, f.Imports), pct(f.Others)}, loaded...))
 	}
 	return rows
 }
@@ -312,7 +327,8 @@ func (r *report) footprintRows() [][]string {
 // footprintRatioRows are ours/stock per number of imports, of the figures
 // that do not depend on the page cache.
 func (r *report) footprintRatioRows() [][]string {
-	rows := [][]string{{"imports", "RssAnon ours/stock", "Go heap in use ours/stock", "Go live heap ours/stock", "time to ready ours/stock"}}
+	rows := [][]string{{"imports", "RssAnon ours/stock", "Go heap in use ours/stock", "Go live heap ours/stock", "time to ready ours/stock",
+		"RssAnon after dnsperf ours/stock", "Go live heap after dnsperf ours/stock"}}
 	div := func(a, b float64) string {
 		if a == 0 || b == 0 {
 			return "-"
@@ -331,7 +347,9 @@ func (r *report) footprintRatioRows() [][]string {
 				div(float64(o.Settled.Anon), float64(s.Settled.Anon)),
 				div(float64(o.Heap.HeapInuse), float64(s.Heap.HeapInuse)),
 				div(float64(o.Heap.Live), float64(s.Heap.Live)),
-				div(o.ReadyIn.Seconds(), s.ReadyIn.Seconds())})
+				div(o.ReadyIn.Seconds(), s.ReadyIn.Seconds()),
+				div(float64(o.Loaded.Anon), float64(s.Loaded.Anon)),
+				div(float64(o.LoadedHeap.Live), float64(s.LoadedHeap.Live))})
 		}
 	}
 	return rows

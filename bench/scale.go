@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -27,6 +31,12 @@ type footprint struct {
 	// Others is the share of all CPUs' time that other processes took
 	// from exec to ready (-1: unknown, or not measured).
 	Others float64
+	// Loaded and LoadedHeap are the memory and the Go heap after LoadedFor
+	// of dnsperf A queries over every import (largest number only).
+	LoadedFor  time.Duration
+	Loaded     mem
+	LoadedHeap goMem
+	LoadedQPS  float64
 }
 
 // propagation is how long a change written to the API server takes to show
@@ -51,8 +61,14 @@ type propagation struct {
 	AckP50, AckP99     time.Duration
 	// AfterAck is, per write seen, the time from the API server's response
 	// to the first DNS answer with the new address (negative: DNS answered
-	// first): the DNS server's part, without the API server's latency.
+	// first).
 	AfterAckP50, AfterAckP99 time.Duration
+	// Event is, per write, the time from sending it to its event on a watch
+	// the bench opens beside the server's; AfterEvent, from that event to
+	// the first DNS answer with the new address: the DNS server's part,
+	// without the API server's commit and its watch delivery.
+	EventP50, EventP99           time.Duration
+	AfterEventP50, AfterEventP99 time.Duration
 	// Others is the share of all CPUs' time that other processes took
 	// while writing and watching.
 	Others float64
@@ -87,6 +103,22 @@ func measureFootprint(start func() (*server, error), fx fixture, imports int, se
 		return nil, f, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	return s, f, nil
+}
+
+// measureLoaded runs dnsperf on s for o.Duration and reads its memory and
+// Go heap afterwards into f: what a server holds once it has answered for a
+// while, after its start-up garbage has been collected many times over.
+func measureLoaded(ctx context.Context, s *server, m mix, o perfOpts, logPath string, f *footprint) error {
+	res, err := runDnsperf(ctx, s, m, o, logPath)
+	if err != nil {
+		return err
+	}
+	f.LoadedFor, f.LoadedQPS = o.Duration, res.QPS
+	var errs [3]error
+	f.Loaded, errs[0] = s.Memory()
+	f.LoadedHeap, errs[1] = s.GoMemory()
+	f.LoadedHeap.Live, errs[2] = s.LiveHeap()
+	return errors.Join(errs[:]...)
 }
 
 func hasA(r *dns.Msg, ip string) bool {
@@ -155,7 +187,12 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}}
+	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}, byIP: map[string]int{}, event: map[int]time.Duration{}}
+	stopEvents, err := watchWrites(ctx, c, w)
+	if err != nil {
+		return p, err
+	}
+	defer stopEvents()
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- w.run(ctx) }()
 	duringDone := make(chan error, 1)
@@ -220,7 +257,9 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 		return p, err
 	}
 	p.Others = others.share()
-	var seen, acks, afterAck []time.Duration
+	stopEvents()
+	var seen, acks, afterAck, events, afterEvent []time.Duration
+	w.mu.Lock()
 	for k, d := range w.seen {
 		seen = append(seen, d)
 		if k>>20 == 1 {
@@ -229,7 +268,12 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 		if a, ok := ack[k]; ok {
 			afterAck = append(afterAck, d-a)
 		}
+		if e, ok := w.event[k]; ok {
+			events = append(events, e)
+			afterEvent = append(afterEvent, d-e)
+		}
 	}
+	w.mu.Unlock()
 	for _, a := range ack {
 		acks = append(acks, a)
 	}
@@ -242,6 +286,10 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 	slices.Sort(seen)
 	slices.Sort(acks)
 	slices.Sort(afterAck)
+	slices.Sort(events)
+	slices.Sort(afterEvent)
+	p.EventP50, p.EventP99 = percentile(events, 0.50), percentile(events, 0.99)
+	p.AfterEventP50, p.AfterEventP99 = percentile(afterEvent, 0.50), percentile(afterEvent, 0.99)
 	p.P50, p.P90, p.P99 = percentile(seen, 0.50), percentile(seen, 0.90), percentile(seen, 0.99)
 	if len(seen) > 0 {
 		p.Max = seen[len(seen)-1]
@@ -252,6 +300,70 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, all, firstErr)
 	}
 	return p, nil
+}
+
+// watchWrites watches, beside the server, the ServiceImports and
+// EndpointSlices that measurePropagation writes, from the current
+// resourceVersion on, and tells w when each write's event arrives. The
+// returned func stops the watches.
+func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var watches []watch.Interface
+	stop := sync.OnceFunc(func() {
+		cancel()
+		for _, wi := range watches {
+			wi.Stop()
+		}
+	})
+	si := c.dyn.Resource(c.shape.gvr())
+	list, err := si.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	sw, err := si.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	watches = append(watches, sw)
+	es := c.kube.DiscoveryV1().EndpointSlices(headlessNamespace)
+	esList, err := es.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	ew, err := es.Watch(ctx, metav1.ListOptions{ResourceVersion: esList.ResourceVersion})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	watches = append(watches, ew)
+	go func() {
+		for ev := range sw.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				ips, _, _ := unstructured.NestedStringSlice(u.Object, "ips")
+				if spec, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips"); len(spec) > 0 {
+					ips = spec
+				}
+				for _, ip := range ips {
+					w.sawEvent(ip, time.Now())
+				}
+			}
+		}
+	}()
+	go func() {
+		for ev := range ew.ResultChan() {
+			if slice, ok := ev.Object.(*discoveryv1.EndpointSlice); ok {
+				for _, e := range slice.Endpoints {
+					for _, ip := range e.Addresses {
+						w.sawEvent(ip, time.Now())
+					}
+				}
+			}
+		}
+	}()
+	return stop, nil
 }
 
 // pendingWrite is a write whose new address DNS has not answered yet.
@@ -270,12 +382,32 @@ type watcher struct {
 	waiting map[int]pendingWrite
 	closed  bool                  // no more writes will be added
 	seen    map[int]time.Duration // by write
+	byIP    map[string]int        // write by the address it sets
+	sentAt  map[int]time.Time     // by write: when it was sent
+	event   map[int]time.Duration // by write: from sending it to its event on the bench's watch
 }
 
 func (w *watcher) add(k int, p pendingWrite) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waiting[k] = p
+	w.byIP[p.ip] = k
+	if w.sentAt == nil {
+		w.sentAt = map[int]time.Time{}
+	}
+	w.sentAt[k] = p.sent
+}
+
+// sawEvent notes that the write setting ip was seen on the bench's watch at
+// t, the first time only.
+func (w *watcher) sawEvent(ip string, t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k, ok := w.byIP[ip]
+	if _, done := w.event[k]; !ok || done {
+		return
+	}
+	w.event[k] = t.Sub(w.sentAt[k])
 }
 
 func (w *watcher) drop(k int) {
@@ -290,8 +422,30 @@ func (w *watcher) close() {
 	w.closed = true
 }
 
+// watcherSockets is how many questions the watcher has in flight at most,
+// one per socket: with one, a server under dnsperf (a few milliseconds per
+// answer) would take a second to go over a few hundred pending names, and
+// the watcher, not the server, would set the latency measured.
+const watcherSockets = 8
+
 // run watches until nothing waits and close was called.
 func (w *watcher) run(ctx context.Context) error {
+	errs := make(chan error, watcherSockets)
+	for i := range watcherSockets {
+		go func() { errs <- w.runShare(ctx, i) }()
+	}
+	var first error
+	for range watcherSockets {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// runShare watches the pending writes k with k % watcherSockets == share,
+// over a socket of its own.
+func (w *watcher) runShare(ctx context.Context, share int) error {
 	cl := &dns.Client{Net: "udp", Timeout: time.Second}
 	conn, err := cl.DialContext(ctx, w.server.addr())
 	if err != nil {
@@ -300,11 +454,13 @@ func (w *watcher) run(ctx context.Context) error {
 	defer conn.Close()
 	for ctx.Err() == nil {
 		w.mu.Lock()
-		keys := make([]int, 0, len(w.waiting))
+		keys := make([]int, 0, len(w.waiting)/watcherSockets+1)
 		for k := range w.waiting {
-			keys = append(keys, k)
+			if k%watcherSockets == share {
+				keys = append(keys, k)
+			}
 		}
-		done := w.closed && len(keys) == 0
+		done := w.closed && len(w.waiting) == 0
 		w.mu.Unlock()
 		if done {
 			return nil

@@ -26,7 +26,7 @@ var absent *Import
 // inPlace is an answering view of version holding rec.
 func inPlace(version string, rec *Import) viewRecord {
 	if rec != nil {
-		rec.Version = version
+		rec.setVersion(version)
 	}
 	return viewRecord{version: version, role: answering, record: rec}
 }
@@ -41,7 +41,7 @@ func unsynced(version string, rec *Import) viewRecord {
 // answer is the answer in use, made from a record of version at rv.
 func answer(version, rv string) *Import {
 	im := has(rv)
-	im.Version = version
+	im.setVersion(version)
 	return im
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +76,7 @@ type Controller struct {
 
 	// One watch per shape: each shape's view reads it through the first of
 	// its versions that the API server serves. A view answers once its
-	// informer has synced; served asks discovery.
+	// first list is stored; served asks discovery.
 	dyn     dynamic.Interface
 	shapes  []*shape
 	served  func(ctx context.Context, version string) (bool, error)
@@ -119,13 +120,18 @@ type shape struct {
 	reported *reportedWrites // the writes whose problems a view of this shape reported
 }
 
-// view is one API version's informer on ServiceImports.
+// view is one API version's watch on ServiceImports: a reflector that
+// writes into the view's records.
 type view struct {
-	version  string
-	informer toolscache.SharedIndexInformer
-	stop     context.CancelFunc
-	done     chan struct{}
+	version   string
+	records   *recordStore
+	reflector *toolscache.Reflector
+	stop      context.CancelFunc
+	done      chan struct{}
 }
+
+// synced reports whether the view's first list is stored.
+func (v *view) synced() bool { return v.records.synced.Load() }
 
 // shapeOf is the shape each version's objects have, whether read or not.
 var shapeOf = map[string]string{V1alpha2: "root", V1beta1: "spec", V1alpha1: "spec"}
@@ -222,7 +228,8 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 func (c *Controller) newView(sh *shape, version string) *view {
 	gvr := schema.GroupVersionResource{Group: serviceImportGroup, Version: version, Resource: "serviceimports"}
 	res := c.dyn.Resource(gvr)
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("ServiceImports "+version, c.access, &toolscache.ListWatch{
+	kind := "ServiceImport " + version
+	lw := toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("ServiceImports "+version, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
@@ -231,21 +238,18 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			o.LabelSelector = c.cfg.Labels
 			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		return sh.read(u, version), nil
-	})
-	kind := "ServiceImport " + version
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.reportWrite(sh.reported, kind, obj); c.enqueueImport(obj) },
-		UpdateFunc: func(_, obj any) { c.reportWrite(sh.reported, kind, obj); c.enqueueImport(obj) },
-		DeleteFunc: func(obj any) { forgetDeleted(sh.reported, obj); c.enqueueImport(obj) },
-	})
-	return &view{version: version, informer: inf}
+	}), c.dyn)
+	records := newRecordStore(func(u *unstructured.Unstructured) *Import { return sh.read(u, version) },
+		func(k string, old, cur *Import) {
+			if cur == nil {
+				sh.reported.forget(old.Namespace + "/" + old.Name)
+			} else {
+				c.reportWrite(sh.reported, kind, cur)
+			}
+			c.enqueue(k)
+		})
+	r := toolscache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, records, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
+	return &view{version: version, records: records, reflector: r}
 }
 
 // retryEvery is how often a list or watch is retried while the API server
@@ -352,29 +356,23 @@ func tombstone(obj any) any {
 	return obj
 }
 
-// enqueueImport and enqueueSlice queue the service of an event. Before the
-// first build they do nothing: that build reads every store.
-func (c *Controller) enqueueImport(obj any) {
-	if !c.live.Load() {
-		return
-	}
-	if im, ok := tombstone(obj).(*Import); ok {
-		c.queue.Add(key(im.Namespace, im.Name))
+// enqueue queues the service k. Before the first build it does nothing:
+// that build reads every store.
+func (c *Controller) enqueue(k string) {
+	if c.live.Load() {
+		c.queue.Add(k)
 	}
 }
 
 func (c *Controller) enqueueSlice(obj any) {
-	if !c.live.Load() {
-		return
-	}
-	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" {
+	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" && c.live.Load() {
 		c.queue.Add(key(s.Namespace, s.Service))
 	}
 }
 
 // Run starts the informers and keeps the answers current until ctx ends.
 // It follows the ServiceImport versions the API server serves: a version that
-// appears gets a view once its informer has synced, one that goes away loses
+// appears gets a view once its first list is stored, one that goes away loses
 // its view, and every service is then rebuilt from the views left.
 func (c *Controller) Run(ctx context.Context) {
 	slicesDone, crdDone := make(chan struct{}), make(chan struct{})
@@ -436,8 +434,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 // reconcile starts and stops views to match the versions served, one view per
-// shape, and puts a view in place of its shape's old one once its informer
-// has synced. It returns true when it knows what is served and every started
+// shape, and puts a view in place of its shape's old one once its first list
+// is stored. It returns true when it knows what is served and every started
 // view answers.
 func (c *Controller) reconcile(ctx context.Context) bool {
 	served := c.discover(ctx)
@@ -477,8 +475,8 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		}
 		// The new view takes over once it has synced and seen at least what
 		// the old one has, so that no answer goes back to older data.
-		if v := sh.starting; v != nil && v.informer.HasSynced() &&
-			(sh.active == nil || !newer(sh.active.informer.LastSyncResourceVersion(), v.informer.LastSyncResourceVersion())) {
+		if v := sh.starting; v != nil && v.synced() &&
+			(sh.active == nil || !newer(sh.active.reflector.LastSyncResourceVersion(), v.reflector.LastSyncResourceVersion())) {
 			if old := sh.active; old != nil {
 				c.retire(old)
 				c.logf("ServiceImport %s: now read through %s; stopped watching %s", old.version, want, old.version)
@@ -487,8 +485,10 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			// Forget the reports of objects the new view does not hold:
 			// deleted while it started, and the old view stopped before
 			// it delivered the delete.
-			store := v.informer.GetStore()
-			sh.reported.keepOnly(func(k string) bool { _, ok, _ := store.GetByKey(k); return ok })
+			sh.reported.keepOnly(func(k string) bool {
+				ns, name, _ := strings.Cut(k, "/")
+				return v.records.get(key(ns, name)) != nil
+			})
 		}
 		if sh.active == nil && sh.starting == nil {
 			sh.reported.keepOnly(nil) // the shape is not read: nothing of it to remember
@@ -526,7 +526,7 @@ func (c *Controller) startView(ctx context.Context, sh *shape, version string) *
 	v := c.newView(sh, version)
 	vctx, cancel := context.WithCancel(ctx)
 	v.stop, v.done = cancel, make(chan struct{})
-	go func() { defer close(v.done); v.informer.RunWithContext(vctx) }()
+	go func() { defer close(v.done); v.reflector.RunWithContext(vctx) }()
 	return v
 }
 
@@ -547,9 +547,8 @@ func (c *Controller) syncAll() {
 	keys := map[string]struct{}{}
 	c.viewsMu.RLock()
 	for _, v := range c.views {
-		for _, obj := range v.informer.GetStore().List() {
-			im := obj.(*Import)
-			keys[key(im.Namespace, im.Name)] = struct{}{}
+		for _, k := range v.records.keys() { // the strings the store holds: the index will share them
+			keys[k] = struct{}{}
 		}
 	}
 	c.viewsMu.RUnlock()
@@ -586,7 +585,7 @@ func (c *Controller) processNext() bool {
 	return true
 }
 
-// HasSynced reports whether every informer has synced and the first answers are built.
+// HasSynced reports whether every watch has listed and the first answers are built.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // Lookup returns the answers of the service "<name>.<namespace>", or nil.
@@ -604,7 +603,7 @@ func (c *Controller) Serial() uint32 { return c.serial.Load() }
 // Each calls f for every service with answers until f returns false.
 func (c *Controller) Each(f func(*Service) bool) { c.idx.each(f) }
 
-// sync rebuilds the answers of one service from the informers' stores.
+// sync rebuilds the answers of one service from the views' records and the slices.
 func (c *Controller) sync(k string) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
@@ -631,7 +630,7 @@ func (c *Controller) sync(k string) {
 					*next = *prev
 					next.Import = im
 					c.idx.put(k, next)
-					if prev.Version != im.Version {
+					if prev.Version() != im.Version() {
 						c.account(prev, -1)
 						c.account(next, +1)
 						c.publishStatsIfSynced()
@@ -683,14 +682,8 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 // viewRecords appends to out what every view holds of the service k: the
 // answering views first, in shape order, then those starting.
 func (c *Controller) viewRecords(k string, out []viewRecord) []viewRecord {
-	ns, name := splitKey(k)
-	storeKey := ns + "/" + name
 	held := func(v *view, role viewRole) viewRecord {
-		r := viewRecord{version: v.version, role: role}
-		if obj, ok, _ := v.informer.GetStore().GetByKey(storeKey); ok {
-			r.record = obj.(*Import)
-		}
-		return r
+		return viewRecord{version: v.version, role: role, record: v.records.get(k)}
 	}
 	c.viewsMu.RLock()
 	defer c.viewsMu.RUnlock()
@@ -737,7 +730,7 @@ func (c *Controller) account(s *Service, d int) {
 		return
 	}
 	c.statsMu.Lock()
-	c.imports[s.Version] += d
+	c.imports[s.Version()] += d
 	c.endpoints += d * s.Endpoints()
 	c.statsMu.Unlock()
 }

@@ -450,7 +450,7 @@ func TestControllerFallbackMerge(t *testing.T) {
 		v2("demo", "api", "7", "ClusterSetIP", "10.0.0.7"), v1("demo", "api", "7", ""))...)
 	e.wantAddrs("web.demo", "10.0.0.1")
 	e.wantAddrs("api.demo", "10.0.0.7")
-	if v := e.c.Lookup("web.demo").Version; v != V1alpha1 {
+	if v := e.c.Lookup("web.demo").Version(); v != V1alpha1 {
 		t.Errorf("web answered from %s", v)
 	}
 
@@ -461,7 +461,7 @@ func TestControllerFallbackMerge(t *testing.T) {
 	e.haveAddrs("web.demo", "10.0.0.1")
 	e.apply(gvr2, v2("demo", "web", "6", "ClusterSetIP", "10.0.0.2"))
 	e.wantAddrs("web.demo", "10.0.0.2")
-	if v := e.c.Lookup("web.demo").Version; v != V1alpha2 {
+	if v := e.c.Lookup("web.demo").Version(); v != V1alpha2 {
 		t.Errorf("web answered from %s", v)
 	}
 

@@ -49,7 +49,7 @@ func importFromSpec(u *unstructured.Unstructured, version string) *Import {
 	spec, ok := u.Object["spec"].(map[string]any)
 	if _, present := u.Object["spec"]; present && !ok {
 		im := newImport(u, version)
-		im.Problems = append(im.Problems, ReasonDecode)
+		im.addProblem(ReasonDecode)
 		return im
 	}
 	return importFrom(u, version, spec)
@@ -66,7 +66,7 @@ func importFrom(u *unstructured.Unstructured, version string, fields map[string]
 	ips, ok2 := stringList(fields["ips"])
 	ports, ok3 := portList(fields["ports"])
 	if !ok1 || !ok2 || !ok3 {
-		im.Problems = append(im.Problems, ReasonDecode)
+		im.addProblem(ReasonDecode)
 		return im
 	}
 	readShared(im, typ, ips, ports)
@@ -140,7 +140,7 @@ func integer(v any) (int64, bool) {
 func intern(s string) string { return unique.Make(s).Value() }
 
 func newImport(u *unstructured.Unstructured, version string) *Import {
-	return &Import{Meta: Meta{Namespace: intern(u.GetNamespace()), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, Version: version}
+	return newRecord(Meta{Namespace: intern(u.GetNamespace()), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, version)
 }
 
 type rawPort struct {
@@ -159,44 +159,44 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 	case string(v1alpha2.Headless):
 		im.Headless = true
 	default:
-		im.Problems = append(im.Problems, ReasonBadType)
+		im.addProblem(ReasonBadType)
 		return
 	}
 	im.HasData = true
 	if im.Headless {
 		if len(ips) > 0 {
-			im.Problems = append(im.Problems, ReasonHeadlessIPs)
+			im.addProblem(ReasonHeadlessIPs)
 		}
 	} else {
 		var have4, have6 bool
 		for _, s := range ips {
 			ip, err := netip.ParseAddr(strings.TrimSpace(s))
 			if err != nil || ip.Zone() != "" {
-				im.Problems = append(im.Problems, ReasonBadIP)
+				im.addProblem(ReasonBadIP)
 				continue
 			}
 			ip = ip.Unmap()
 			if (ip.Is4() && have4) || (ip.Is6() && have6) {
-				im.Problems = append(im.Problems, ReasonExtraIP)
+				im.addProblem(ReasonExtraIP)
 				continue
 			}
 			have4, have6 = have4 || ip.Is4(), have6 || ip.Is6()
 			im.IPs = append(im.IPs, ip)
 		}
 		if len(im.IPs) == 0 {
-			im.Problems = append(im.Problems, ReasonNoIPs)
+			im.addProblem(ReasonNoIPs)
 		}
 	}
 	for _, p := range ports {
 		if p.port < 1 || p.port > 65535 {
-			im.Problems = append(im.Problems, ReasonBadPort)
+			im.addProblem(ReasonBadPort)
 			continue
 		}
 		if p.name == "" {
 			continue // unnamed ports have no SRV records
 		}
 		if len(validation.IsDNS1123Label(p.name)) > 0 {
-			im.Problems = append(im.Problems, ReasonBadPortName)
+			im.addProblem(ReasonBadPortName)
 			continue
 		}
 		var proto string // a constant, not a copy per record
@@ -208,7 +208,7 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 		case "sctp":
 			proto = "sctp"
 		default:
-			im.Problems = append(im.Problems, ReasonBadPort)
+			im.addProblem(ReasonBadPort)
 			continue
 		}
 		np := Port{Name: intern(p.name), Proto: proto, Port: uint16(p.port)}
@@ -220,7 +220,7 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 			}
 		}
 		if dup {
-			im.Problems = append(im.Problems, ReasonDuplicatePort)
+			im.addProblem(ReasonDuplicatePort)
 			continue
 		}
 		im.Ports = append(im.Ports, np)

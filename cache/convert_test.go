@@ -71,8 +71,8 @@ func TestImportProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), tc.fields))
-			if im.HasData != tc.hasData || fmt.Sprint(im.IPs) != tc.ips || fmt.Sprint(im.Ports) != tc.ports || !slices.Equal(im.Problems, tc.problems) {
-				t.Errorf("got data=%v ips=%v ports=%v problems=%v", im.HasData, im.IPs, im.Ports, im.Problems)
+			if im.HasData != tc.hasData || fmt.Sprint(im.IPs) != tc.ips || fmt.Sprint(im.Ports) != tc.ports || !slices.Equal(im.Problems(), tc.problems) {
+				t.Errorf("got data=%v ips=%v ports=%v problems=%v", im.HasData, im.IPs, im.Ports, im.Problems())
 			}
 		})
 	}
@@ -80,7 +80,7 @@ func TestImportProblems(t *testing.T) {
 
 func TestV1alpha1Import(t *testing.T) {
 	im := importFromV1alpha1(v1("ns", "svc", "1", "ClusterSetIP", "10.0.0.1"))
-	if !im.HasData || im.Version != V1alpha1 || fmt.Sprint(im.IPs) != "[10.0.0.1]" || fmt.Sprint(im.Ports) != "[{http tcp 80}]" {
+	if !im.HasData || im.Version() != V1alpha1 || fmt.Sprint(im.IPs) != "[10.0.0.1]" || fmt.Sprint(im.Ports) != "[{http tcp 80}]" {
 		t.Errorf("got %+v", im)
 	}
 	if im := importFromV1alpha1(v2("ns", "svc", "1", "ClusterSetIP", "10.0.0.1")); im.HasData {
@@ -191,7 +191,7 @@ func TestImportReaderMatchesAPITypes(t *testing.T) {
 				t.Fatal(err)
 			}
 			im := tc.read(obj.(*unstructured.Unstructured))
-			if got := fmt.Sprint(im.HasData, im.IPs, im.Ports, im.Problems); got != tc.want {
+			if got := fmt.Sprint(im.HasData, im.IPs, im.Ports, im.Problems()); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
@@ -208,14 +208,14 @@ func TestImportReaderWrongShapes(t *testing.T) {
 		{"type": "ClusterSetIP", "ports": []any{map[string]any{"name": "http", "port": 80.5}}},
 		{"type": "ClusterSetIP", "ports": []any{map[string]any{"name": true, "port": int64(80)}}},
 	} {
-		if im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), fields)); im.HasData || !slices.Equal(im.Problems, []string{ReasonDecode}) {
-			t.Errorf("%v: data=%v problems=%v, want a decode problem", fields, im.HasData, im.Problems)
+		if im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), fields)); im.HasData || !slices.Equal(im.Problems(), []string{ReasonDecode}) {
+			t.Errorf("%v: data=%v problems=%v, want a decode problem", fields, im.HasData, im.Problems())
 		}
 	}
 	u := v1("ns", "svc", "1", "")
 	u.Object["spec"] = "ClusterSetIP"
-	if im := importFromV1alpha1(u); im.HasData || !slices.Equal(im.Problems, []string{ReasonDecode}) {
-		t.Errorf("spec a string: data=%v problems=%v", im.HasData, im.Problems)
+	if im := importFromV1alpha1(u); im.HasData || !slices.Equal(im.Problems(), []string{ReasonDecode}) {
+		t.Errorf("spec a string: data=%v problems=%v", im.HasData, im.Problems())
 	}
 	// A whole float is a port: JSON has one number type.
 	im := importFromV1alpha2(withFields(v2("ns", "svc", "1", ""), map[string]any{"type": "Headless",

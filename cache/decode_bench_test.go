@@ -114,7 +114,7 @@ func BenchmarkDecodeImports(b *testing.B) {
 
 // importFromTyped is importFromSpec's reading of mcs-api's typed object.
 func importFromTyped(si *mcsv1beta1.ServiceImport) *Import {
-	im := &Import{Meta: Meta{Namespace: si.Namespace, Name: si.Name, ResourceVersion: si.ResourceVersion}, Version: "v1beta1"}
+	im := newRecord(Meta{Namespace: si.Namespace, Name: si.Name, ResourceVersion: si.ResourceVersion}, V1beta1)
 	ports := make([]rawPort, len(si.Spec.Ports))
 	for i, p := range si.Spec.Ports {
 		ports[i] = rawPort{p.Name, corev1.Protocol(p.Protocol), int64(p.Port)}

@@ -79,11 +79,11 @@ func BenchmarkRebuildOne(b *testing.B) {
 				Config{Zones: []string{"clusterset.local."}, TTL: 5})
 			v := c.newView(c.shapes[0], V1alpha2)
 			c.views = []*view{v}
-			store := v.informer.GetStore()
+			store := v.records
 			im := func(i int, rv string, ip netip.Addr) *Import {
-				return &Import{Meta: Meta{Namespace: fmt.Sprintf("ns-%02d", i%20), Name: fmt.Sprintf("svc-%05d", i),
-					ResourceVersion: rv}, Version: V1alpha2, HasData: true, IPs: []netip.Addr{ip},
-					Ports: []Port{{Name: "http", Proto: "tcp", Port: 80}}}
+				im := newRecord(Meta{Namespace: fmt.Sprintf("ns-%02d", i%20), Name: fmt.Sprintf("svc-%05d", i), ResourceVersion: rv}, V1alpha2)
+				im.HasData, im.IPs, im.Ports = true, []netip.Addr{ip}, []Port{{Name: "http", Proto: "tcp", Port: 80}}
+				return im
 			}
 			for i := range n {
 				r := im(i, "1", netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))

@@ -32,14 +32,54 @@ var Versions = []string{V1alpha2, V1beta1, V1alpha1}
 
 // Import is the slim record kept for one view (one API version) of a
 // ServiceImport. A view that the API server pruned to nothing has HasData false.
+// A hundred thousand of them are held, so its fields are packed: 112 bytes.
 type Import struct {
 	Meta
-	Version  string
+	IPs      []netip.Addr // at most one per family, in the object's order
+	Ports    []Port       // named, valid, without duplicates; shared by records with the same list
+	problems *[]string    // what was dropped from the object, for logs and metrics; nil, mostly
+	version  uint8        // 1 + the version's index in Versions; 0 for none
 	HasData  bool
 	Headless bool
-	IPs      []netip.Addr // at most one per family, in the object's order
-	Ports    []Port       // named, valid, without duplicates
-	Problems []string     // what was dropped from the object, for logs and metrics
+}
+
+// newRecord makes the record of an object read through version.
+func newRecord(meta Meta, version string) *Import {
+	im := &Import{Meta: meta}
+	im.setVersion(version)
+	return im
+}
+
+// Version is the API version the record was read through.
+func (im *Import) Version() string {
+	if im.version == 0 || int(im.version) > len(Versions) {
+		return ""
+	}
+	return Versions[im.version-1]
+}
+
+// setVersion records that im was read through version, one of Versions.
+func (im *Import) setVersion(version string) {
+	for i, v := range Versions {
+		if v == version {
+			im.version = uint8(i + 1)
+		}
+	}
+}
+
+// Problems are what was dropped from the object, for logs and metrics.
+func (im *Import) Problems() []string {
+	if im.problems == nil {
+		return nil
+	}
+	return *im.problems
+}
+
+func (im *Import) addProblem(reason string) {
+	if im.problems == nil {
+		im.problems = new([]string)
+	}
+	*im.problems = append(*im.problems, reason)
 }
 
 // Port is one named port of a service.

@@ -85,7 +85,7 @@ func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	var problems []string
 	switch r := obj.(type) {
 	case *Import:
-		meta, problems = &r.Meta, r.Problems
+		meta, problems = &r.Meta, r.Problems()
 	case *Slice:
 		meta, problems = &r.Meta, r.Problems
 	default:

@@ -45,7 +45,7 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 				im = importFromSpec(u, V1alpha1)
 			}
 			k := key(im.Namespace, im.Name)
-			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version == V1alpha2) {
+			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version() == V1alpha2) {
 				imports[k] = im
 			}
 		case *discoveryv1.EndpointSlice:

@@ -54,7 +54,7 @@ func TestControllerReadsV1beta1ByDefault(t *testing.T) {
 	e.wantAddrs("web.demo", "10.0.0.1")
 	e.wantAddrs("api.demo", "10.0.0.6")
 	e.wantViews("[v1alpha2 v1beta1]")
-	if s := e.c.Lookup("web.demo"); s == nil || s.Version != V1beta1 {
+	if s := e.c.Lookup("web.demo"); s == nil || s.Version() != V1beta1 {
 		t.Errorf("web.demo answered from %v, want v1beta1", s)
 	}
 	// One watch per shape: v1alpha1 has v1beta1's schema and is not watched.
@@ -114,7 +114,7 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 	e.serve(V1alpha1, V1beta1)
 	e.wantViews("[v1beta1]")
 	e.eventually("answered from v1beta1", func() error {
-		if s := e.c.Lookup("web.demo"); s == nil || s.Version != V1beta1 {
+		if s := e.c.Lookup("web.demo"); s == nil || s.Version() != V1beta1 {
 			return fmt.Errorf("answered from %v", s)
 		}
 		return nil
@@ -205,13 +205,14 @@ func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
 		Config{Zones: []string{"clusterset.local."}, TTL: 5})
 	old, next := c.newView(c.shapes[1], V1alpha1), c.newView(c.shapes[1], V1beta1)
 	im := func(version, rv, ip string) *Import {
-		return &Import{Meta: Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, Version: version, HasData: true,
-			IPs: []netip.Addr{netip.MustParseAddr(ip)}}
+		im := newRecord(Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, version)
+		im.HasData, im.IPs = true, []netip.Addr{netip.MustParseAddr(ip)}
+		return im
 	}
-	if err := old.informer.GetStore().Add(im(V1alpha1, "6", "10.0.0.6")); err != nil {
+	if err := old.records.Add(im(V1alpha1, "6", "10.0.0.6")); err != nil {
 		t.Fatal(err)
 	}
-	if err := next.informer.GetStore().Add(im(V1beta1, "5", "10.0.0.5")); err != nil {
+	if err := next.records.Add(im(V1beta1, "5", "10.0.0.5")); err != nil {
 		t.Fatal(err)
 	}
 	c.views = []*view{old}
@@ -221,11 +222,11 @@ func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
 	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.6]" {
 		t.Fatalf("answer %v, want the newer 10.0.0.6", s)
 	}
-	if err := next.informer.GetStore().Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
+	if err := next.records.Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
 		t.Fatal(err)
 	}
 	c.sync("web.demo")
-	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.7]" || s.Version != V1beta1 {
+	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.7]" || s.Version() != V1beta1 {
 		t.Fatalf("answer %v, want 10.0.0.7 from v1beta1", s)
 	}
 }
