@@ -361,12 +361,15 @@ func (r *report) propTitle() string {
 }
 
 func (r *report) propRows() [][]string {
-	rows := [][]string{{"server", "imports", "writes (ServiceImport + EndpointSlice)", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99", "others' CPU"}}
+	rows := [][]string{{"server", "imports", "writes (ServiceImport + EndpointSlice)", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99",
+		"to the bench's watch p50", "to the bench's watch p99", "watch event to answer p50", "watch event to answer p99", "others' CPU"}}
 	for _, p := range r.props {
 		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%d + %d", p.Writes, p.ESWrites), fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved),
 			fmt.Sprint(p.Seen), fmt.Sprintf("%.1f ms", ms(p.P50)), fmt.Sprintf("%.1f ms", ms(p.P90)),
 			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50)),
-			fmt.Sprintf("%.1f ms", ms(p.AckP99)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP50)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP99)), pct(p.Others)})
+			fmt.Sprintf("%.1f ms", ms(p.AckP99)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP50)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP99)),
+			fmt.Sprintf("%.1f ms", ms(p.EventP50)), fmt.Sprintf("%.1f ms", ms(p.EventP99)),
+			fmt.Sprintf("%.1f ms", ms(p.AfterEventP50)), fmt.Sprintf("%.1f ms", ms(p.AfterEventP99)), pct(p.Others)})
 	}
 	return rows
 }
@@ -377,15 +380,16 @@ const (
 )
 
 func (r *report) churnRows() [][]string {
-	rows := [][]string{{"server", "imports", "QPS alone", "QPS while writing", "while writing / alone", "per CPU-second: while writing / alone", "write to answer p99, no queries", "write to answer p99, during dnsperf", "writes answered"}}
+	rows := [][]string{{"server", "imports", "QPS alone", "QPS while writing", "while writing / alone", "per CPU-second: while writing / alone", "write to answer p99, no queries", "write to answer p99, during dnsperf",
+		"watch event to answer p99, no queries", "watch event to answer p99, during dnsperf", "writes answered"}}
 	for _, p := range r.props {
 		if p.Idle.QPS == 0 {
 			continue
 		}
-		alone := "-"
+		alone, aloneEvent := "-", "-"
 		for _, q := range r.props {
 			if q.Server == p.Server && q.Idle.QPS == 0 {
-				alone = fmt.Sprintf("%.1f ms", ms(q.P99))
+				alone, aloneEvent = fmt.Sprintf("%.1f ms", ms(q.P99)), fmt.Sprintf("%.1f ms", ms(q.AfterEventP99))
 			}
 		}
 		div := func(a, b float64) string {
@@ -396,6 +400,7 @@ func (r *report) churnRows() [][]string {
 		}
 		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%.0f", p.Idle.QPS), fmt.Sprintf("%.0f", p.Busy.QPS),
 			div(p.Busy.QPS, p.Idle.QPS), div(p.Busy.PerCPU(), p.Idle.PerCPU()), alone, fmt.Sprintf("%.1f ms", ms(p.P99)),
+			aloneEvent, fmt.Sprintf("%.1f ms", ms(p.AfterEventP99)),
 			fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites)})
 	}
 	return rows
