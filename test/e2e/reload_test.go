@@ -56,12 +56,25 @@ func TestReloadLeaksNothing(t *testing.T) {
 		}
 	}
 	harness.Eventually(t, 30*time.Second, ttlIs(10))
-	// Let start-up settle before the first count.
-	time.Sleep(2 * time.Second)
-	before, err := goroutines(pprofPort)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The first count once start-up has settled: two counts a quarter of a
+	// second apart agree.
+	var before int
+	harness.Eventually(t, 20*time.Second, func() error {
+		a, err := goroutines(pprofPort)
+		if err != nil {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+		b, err := goroutines(pprofPort)
+		if err != nil {
+			return err
+		}
+		if a != b {
+			return fmt.Errorf("goroutines still changing: %d, then %d", a, b)
+		}
+		before = b
+		return nil
+	})
 	for i := 1; i <= 5; i++ {
 		ttl := 10 + i
 		if err := os.WriteFile(dnsSrv.ConfPath(), []byte(conf(dnsSrv.Port, ttl)), 0o644); err != nil {
@@ -69,7 +82,7 @@ func TestReloadLeaksNothing(t *testing.T) {
 		}
 		harness.Eventually(t, 30*time.Second, ttlIs(uint32(ttl)))
 	}
-	time.Sleep(2 * time.Second)
+	// The old instances' goroutines end soon after each reload: wait for them.
 	var after int
 	harness.Eventually(t, 20*time.Second, func() error {
 		var err error
