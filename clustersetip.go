@@ -21,7 +21,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 	if sub == "" {
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
-			for _, ip := range svc.IPs {
+			for _, ip := range svc.IPs() {
 				if ip.Is4() == (qtype == dns.TypeA) {
 					rep.msg.Answer = append(rep.section(1), m.address(rep, owner, ip))
 					return success
@@ -42,7 +42,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 		}
 		return noData
 	}
-	for _, p := range svc.Ports {
+	for _, p := range svc.Ports() {
 		if isPortName(sub, p) {
 			if qtype != dns.TypeSRV {
 				return noData
@@ -52,7 +52,7 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 			return success
 		}
 	}
-	for _, p := range svc.Ports {
+	for _, p := range svc.Ports() {
 		if len(sub) == 1+len(p.Proto) && sub[0] == '_' && sub[1:] == p.Proto {
 			return noData // "_<proto>": an empty non-terminal
 		}
@@ -63,9 +63,9 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 // glue is the address records of a ClusterSetIP service, A before AAAA, for
 // the additional section of its SRV answers.
 func (m *Multicluster) glue(rep *reply, svc *cache.Service, svcName string) []dns.RR {
-	extra := rep.section(len(svc.IPs))
+	extra := rep.section(len(svc.IPs()))
 	for _, v4 := range []bool{true, false} {
-		for _, ip := range svc.IPs {
+		for _, ip := range svc.IPs() {
 			if ip.Is4() == v4 {
 				extra = append(extra, m.address(rep, svcName, ip))
 			}
@@ -101,7 +101,7 @@ func (m *Multicluster) srv(rep *reply, owner string, port, weight uint16, target
 // in the order of a zone transfer: A, AAAA, SRV of the service, then the SRV
 // of each port by name.
 func (m *Multicluster) clusterSetIPRecords(svc *cache.Service, zone string) []dns.RR {
-	svcName := svc.Name + "." + svc.Namespace + ".svc." + zone
+	svcName := svc.Name() + "." + svc.Namespace() + ".svc." + zone
 	var rs []dns.RR
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV} {
 		rep := &reply{}
@@ -109,8 +109,8 @@ func (m *Multicluster) clusterSetIPRecords(svc *cache.Service, zone string) []dn
 			rs = append(rs, rep.msg.Answer...)
 		}
 	}
-	subs := make([]string, len(svc.Ports))
-	for i, p := range svc.Ports {
+	subs := make([]string, len(svc.Ports()))
+	for i, p := range svc.Ports() {
 		subs[i] = p.Sub()
 	}
 	slices.Sort(subs)

@@ -129,7 +129,7 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 	if svc == nil {
 		return nameError
 	}
-	if !svc.Headless {
+	if !svc.Headless() {
 		svcName := qname // the query name, lower-cased, less the sub-name
 		if p.kind == kindSub {
 			svcName = qname[len(p.sub)+1:]

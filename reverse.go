@@ -33,7 +33,7 @@ func (m *Multicluster) ptrs(name string) []dns.RR {
 	}
 	var out []dns.RR
 	for _, svc := range m.backend.LookupIP(ip.Unmap()) {
-		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: svc.Name + "." + svc.Namespace + ".svc." + m.ptrZone()})
+		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: svc.Name() + "." + svc.Namespace() + ".svc." + m.ptrZone()})
 	}
 	return out
 }

@@ -34,7 +34,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
 			for _, svc := range services {
 				switch {
-				case !svc.Headless:
+				case !svc.Headless():
 					ch <- m.clusterSetIPRecords(svc, zone)
 				case svc.Zone(fi) != nil:
 					ch <- zoneRecords(svc.Zone(fi))
@@ -42,7 +42,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 			}
 		} else {
 			for _, svc := range services {
-				for _, ip := range svc.IPs {
+				for _, ip := range svc.IPs() {
 					name, err := dns.ReverseAddr(ip.String())
 					if err == nil && dns.IsSubDomain(zone, name) {
 						ch <- m.ptrs(name)
@@ -60,7 +60,7 @@ func (m *Multicluster) services() []*cache.Service {
 	var list []*cache.Service
 	m.backend.Each(func(s *cache.Service) bool { list = append(list, s); return true })
 	slices.SortFunc(list, func(a, b *cache.Service) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Namespace(), b.Namespace()), cmp.Compare(a.Name(), b.Name()))
 	})
 	return list
 }

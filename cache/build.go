@@ -32,15 +32,27 @@ type ZoneAnswers struct {
 // only in their names, and a reader writes them straight into its reply, so
 // that a hundred thousand services do not each hold a dozen records and two
 // maps. A headless service, whose answers are gathered from many
-// EndpointSlices, keeps its records ready in Zones.
+// EndpointSlices, keeps its records ready (Zone).
+//
+// Readers see the record it answers from through methods, only what answers
+// need: its problems, whether the view had data and the rest are the cache's.
 type Service struct {
-	// The view the answers come from: Namespace, Name, Version, Headless,
-	// IPs (ClusterSetIPs, at most one per family, in the object's order;
-	// none when headless) and Ports (named, in the object's order). Never
-	// modify it.
-	*Import
+	rec  *Import  // the record of the view the answers come from; never modified
 	more *details // nil for a ClusterSetIP service whose ports differ in number, most of them
 }
+
+func (s *Service) Namespace() string       { return s.rec.Namespace }
+func (s *Service) Name() string            { return s.rec.Name }
+func (s *Service) Version() string         { return s.rec.Version() }
+func (s *Service) ResourceVersion() string { return s.rec.ResourceVersion }
+func (s *Service) Headless() bool          { return s.rec.Headless }
+
+// IPs are a ClusterSetIP service's addresses: at most one per family, in the
+// object's order; none when headless. Never modify them.
+func (s *Service) IPs() []netip.Addr { return s.rec.IPs }
+
+// Ports are the service's named ports, in the object's order. Never modify them.
+func (s *Service) Ports() []Port { return s.rec.Ports }
 
 // details are what only some services need: kept apart, they cost the others
 // nothing (a Service is two pointers).
@@ -76,12 +88,12 @@ func (s *Service) SRVPorts() []Port {
 	if s.more != nil && s.more.srvPorts != nil {
 		return s.more.srvPorts
 	}
-	return s.Ports
+	return s.rec.Ports
 }
 
 // inputs is what the service's answers were made from.
 func (s *Service) inputs() normalized {
-	n := normalized{headless: s.Headless, ips: s.IPs, ports: s.Ports}
+	n := normalized{headless: s.rec.Headless, ips: s.rec.IPs, ports: s.rec.Ports}
 	if s.more != nil {
 		n.endpoints = s.more.endpoints
 	}
@@ -142,7 +154,7 @@ func (n normalized) equal(o normalized) bool {
 
 // build makes the answers of one service in every zone.
 func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
-	s := &Service{Import: im}
+	s := &Service{rec: im}
 	if srv := srvPorts(n.ports); srv != nil || n.headless {
 		s.more = &details{srvPorts: srv, endpoints: n.endpoints}
 	}

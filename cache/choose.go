@@ -78,16 +78,16 @@ func agree(views []viewRecord) agreement {
 func chooseRecord(views []viewRecord, prev *Service) *Import {
 	a := agree(views)
 	switch {
-	case prev != nil && a.newest != nil && newer(prev.ResourceVersion, a.newest.ResourceVersion):
+	case prev != nil && a.newest != nil && newer(prev.rec.ResourceVersion, a.newest.ResourceVersion):
 		// The answer is newer than every view's data: the view with the new
 		// write reads it empty and the other has not caught up, or a view
 		// that replaced another is behind it. Never go back to older data.
-		return prev.Import
+		return prev.rec
 	case prev != nil && a.newest == nil && !a.agreed:
 		// No data in any view, and a view has not caught up: a delete, or a
 		// rewrite into the other shape, seen by one view so far. Keep
 		// answering until they agree.
-		return prev.Import
+		return prev.rec
 	default:
 		return a.newest
 	}

@@ -214,7 +214,7 @@ func TestChooseRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var prev *Service
 			if tc.prev != nil {
-				prev = &Service{Import: tc.prev}
+				prev = &Service{rec: tc.prev}
 			}
 			if got := answeredBy(chooseRecord(tc.views, prev), tc.views, tc.prev); got != tc.want {
 				t.Errorf("answered by %s, want %s", got, tc.want)

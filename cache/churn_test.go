@@ -50,7 +50,7 @@ func TestChurnWhileReading(t *testing.T) {
 		if i%50 == 1 {
 			// The fake watch holds 100 events: let the controller catch up.
 			e.eventually("caught up", func() error {
-				if s := e.c.Lookup(name + ".demo"); s == nil || s.ResourceVersion != rv {
+				if s := e.c.Lookup(name + ".demo"); s == nil || s.ResourceVersion() != rv {
 					return fmt.Errorf("%s not at %s yet", name, rv)
 				}
 				return nil

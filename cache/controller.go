@@ -556,7 +556,7 @@ func (c *Controller) syncAll() {
 		keys[k] = struct{}{}
 	}
 	c.idx.each(func(s *Service) bool {
-		keys[key(s.Namespace, s.Name)] = struct{}{}
+		keys[key(s.Namespace(), s.Name())] = struct{}{}
 		return true
 	})
 	for k := range keys {
@@ -623,12 +623,12 @@ func (c *Controller) sync(k string) {
 		}
 		if n, ok := normalize(im, sliceRecords); ok {
 			if prev != nil && prev.inputs().equal(n) {
-				if prev.Import != im {
+				if prev.rec != im {
 					// Same answers from a newer record, or from another
 					// version of the same data: no serial change.
 					next = &Service{}
 					*next = *prev
-					next.Import = im
+					next.rec = im
 					c.idx.put(k, next)
 					if prev.Version() != im.Version() {
 						c.account(prev, -1)

@@ -256,7 +256,7 @@ func (e *env) settle(gvr schema.GroupVersionResource) {
 		}
 		e.apply(gvr, u)
 		e.eventually("marker "+name+" answered at "+rv, func() error {
-			if s := e.c.Lookup(name + "." + markNS); s == nil || s.ResourceVersion != rv {
+			if s := e.c.Lookup(name + "." + markNS); s == nil || s.ResourceVersion() != rv {
 				return fmt.Errorf("answer %v", s)
 			}
 			return nil
@@ -290,9 +290,9 @@ func (e *env) settleSlices() {
 // addrsOf is what the service's A and AAAA answers hold, A first.
 func addrsOf(s *Service) []string {
 	var got []string
-	if !s.Headless {
+	if !s.Headless() {
 		for _, v4 := range []bool{true, false} {
-			for _, ip := range s.IPs {
+			for _, ip := range s.IPs() {
 				if ip.Is4() == v4 {
 					got = append(got, ip.String())
 				}
@@ -427,7 +427,7 @@ func TestControllerSameAnswersKeepSerial(t *testing.T) {
 	u.SetLabels(map[string]string{"unrelated": "change"})
 	e.apply(gvr2, u)
 	e.eventually("new view taken", func() error {
-		if rv := e.c.Lookup("web.demo").Import.ResourceVersion; rv != "2" {
+		if rv := e.c.Lookup("web.demo").ResourceVersion(); rv != "2" {
 			return fmt.Errorf("view at %s", rv)
 		}
 		return nil

@@ -55,16 +55,16 @@ func FuzzObjectToRecords(f *testing.F) {
 			return
 		}
 		svc := build(im, n, []string{"clusterset.local."}, 5)
-		if !svc.Headless {
+		if !svc.Headless() {
 			// The handler makes these records from the fields: check what it relies on.
 			var have4, have6 bool
-			for _, ip := range svc.IPs {
+			for _, ip := range svc.IPs() {
 				if !ip.IsValid() || ip.Zone() != "" || (ip.Is4() && have4) || (ip.Is6() && have6) {
-					t.Fatalf("ClusterSetIPs %v: not one valid address per family", svc.IPs)
+					t.Fatalf("ClusterSetIPs %v: not one valid address per family", svc.IPs())
 				}
 				have4, have6 = have4 || ip.Is4(), have6 || ip.Is6()
 			}
-			for _, p := range svc.Ports {
+			for _, p := range svc.Ports() {
 				if _, ok := dns.IsDomainName(p.Sub() + ".svc.ns.svc.clusterset.local."); !ok ||
 					len(p.Name) > 63 || p.Port == 0 || strings.ToLower(p.Name) != p.Name {
 					t.Fatalf("port %+v cannot name an SRV record", p)

@@ -68,7 +68,7 @@ func (x *index) put(k string, svc *Service) *Service {
 	s.mu.Unlock()
 	x.nsMu.Lock()
 	if old != nil && x.byIP != nil {
-		for _, ip := range old.IPs {
+		for _, ip := range old.IPs() {
 			x.byIP[ip] = slices.DeleteFunc(slices.Clone(x.byIP[ip]), func(o *Service) bool { return o == old })
 			if len(x.byIP[ip]) == 0 {
 				delete(x.byIP, ip)
@@ -76,7 +76,7 @@ func (x *index) put(k string, svc *Service) *Service {
 		}
 	}
 	if svc != nil && x.byIP != nil {
-		for _, ip := range svc.IPs {
+		for _, ip := range svc.IPs() {
 			x.byIP[ip] = append(slices.Clone(x.byIP[ip]), svc)
 		}
 	}
@@ -84,9 +84,9 @@ func (x *index) put(k string, svc *Service) *Service {
 	if (old == nil) != (svc == nil) {
 		ns := ""
 		if svc != nil {
-			ns = svc.Namespace
+			ns = svc.Namespace()
 		} else {
-			ns = old.Namespace
+			ns = old.Namespace()
 		}
 		x.nsMu.Lock()
 		if svc != nil {

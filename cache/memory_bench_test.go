@@ -105,7 +105,7 @@ func BenchmarkRebuildOne(b *testing.B) {
 				c.sync(k)
 			}
 			b.StopTimer()
-			if got := c.Lookup(k).IPs[0]; got != netip.AddrFrom4([4]byte{10, 200, byte((b.N - 1) >> 8), byte(b.N - 1)}) {
+			if got := c.Lookup(k).IPs()[0]; got != netip.AddrFrom4([4]byte{10, 200, byte((b.N - 1) >> 8), byte(b.N - 1)}) {
 				b.Fatalf("after the last change: %v", got)
 			}
 		})
@@ -128,7 +128,7 @@ func BenchmarkImportFromV1alpha2(b *testing.B) {
 // The ClusterSetIP index for PTR answers exists only when asked for.
 func TestIndexByIPOnlyWithReverse(t *testing.T) {
 	ip := netip.MustParseAddr("10.0.0.1")
-	svc := &Service{Import: &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true, IPs: []netip.Addr{ip}}}
+	svc := &Service{rec: &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true, IPs: []netip.Addr{ip}}}
 	for _, reverse := range []bool{true, false} {
 		x := newIndex(reverse)
 		x.put("svc.ns", svc)

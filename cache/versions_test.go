@@ -105,7 +105,7 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 			default:
 			}
 			reads.Add(1)
-			if s := e.c.Lookup("web.demo"); s == nil || len(s.IPs) != 1 {
+			if s := e.c.Lookup("web.demo"); s == nil || len(s.IPs()) != 1 {
 				misses.Add(1)
 			}
 		}
@@ -125,7 +125,7 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 	// synced since those discoveries, whatever they queued.
 	e.apply(gvrBeta, beta("demo", "web", "6", "ClusterSetIP", "10.0.0.1"))
 	e.eventually("web.demo answered at 6", func() error {
-		if s := e.c.Lookup("web.demo"); s == nil || s.ResourceVersion != "6" {
+		if s := e.c.Lookup("web.demo"); s == nil || s.ResourceVersion() != "6" {
 			return fmt.Errorf("answer %v", s)
 		}
 		return nil
@@ -219,14 +219,14 @@ func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
 	c.sync("web.demo")
 	c.views = []*view{next} // the v1beta1 view, a write behind
 	c.sync("web.demo")
-	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.6]" {
+	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs()) != "[10.0.0.6]" {
 		t.Fatalf("answer %v, want the newer 10.0.0.6", s)
 	}
 	if err := next.records.Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
 		t.Fatal(err)
 	}
 	c.sync("web.demo")
-	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs) != "[10.0.0.7]" || s.Version() != V1beta1 {
+	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs()) != "[10.0.0.7]" || s.Version() != V1beta1 {
 		t.Fatalf("answer %v, want 10.0.0.7 from v1beta1", s)
 	}
 }
