@@ -187,7 +187,7 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}, byIP: map[string]int{}, event: map[int]time.Duration{}}
+	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}, byIP: map[string]int{}, sentAt: map[int]time.Time{}, event: map[int]time.Duration{}}
 	stopEvents, err := watchWrites(ctx, c, w)
 	if err != nil {
 		return p, err
@@ -392,9 +392,6 @@ func (w *watcher) add(k int, p pendingWrite) {
 	defer w.mu.Unlock()
 	w.waiting[k] = p
 	w.byIP[p.ip] = k
-	if w.sentAt == nil {
-		w.sentAt = map[int]time.Time{}
-	}
 	w.sentAt[k] = p.sent
 }
 

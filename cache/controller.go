@@ -242,7 +242,7 @@ func (c *Controller) newView(sh *shape, version string) *view {
 	records := newRecordStore(func(u *unstructured.Unstructured) *Import { return sh.read(u, version) },
 		func(k string, old, cur *Import) {
 			if cur == nil {
-				sh.reported.forget(old.Namespace + "/" + old.Name)
+				sh.reported.forget(old.objectKey())
 			} else {
 				c.reportWrite(sh.reported, kind, cur)
 			}
@@ -365,8 +365,8 @@ func (c *Controller) enqueue(k string) {
 }
 
 func (c *Controller) enqueueSlice(obj any) {
-	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" && c.live.Load() {
-		c.queue.Add(key(s.Namespace, s.Service))
+	if s, ok := tombstone(obj).(*Slice); ok && s.Service != "" {
+		c.enqueue(key(s.Namespace, s.Service))
 	}
 }
 

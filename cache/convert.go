@@ -211,7 +211,7 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 			im.addProblem(ReasonBadPort)
 			continue
 		}
-		np := Port{Name: intern(p.name), Proto: proto, Port: uint16(p.port)}
+		np := Port{Name: p.name, Proto: proto, Port: uint16(p.port)}
 		dup := false
 		for _, q := range im.Ports {
 			if q.Name == np.Name && q.Proto == np.Proto {
@@ -238,7 +238,8 @@ var portLists = struct {
 
 const maxPortLists = 4096
 
-// sharedPorts returns the held copy of ports, holding it first if there is room.
+// sharedPorts returns the held copy of ports, holding it first if there is
+// room; ports is the record's own new slice, which it may change.
 func sharedPorts(ports []Port) []Port {
 	if len(ports) == 0 {
 		return nil
@@ -253,6 +254,11 @@ func sharedPorts(ports []Port) []Port {
 	defer portLists.Unlock()
 	if held, ok := portLists.m[string(k)]; ok {
 		return held
+	}
+	// A list not held yet: its names are interned here, once, rather than
+	// for every object, most of which find their list held.
+	for i := range ports {
+		ports[i].Name = intern(ports[i].Name)
 	}
 	ports = slices.Clip(ports)
 	if len(portLists.m) < maxPortLists {

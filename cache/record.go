@@ -124,6 +124,10 @@ func (m *Meta) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion}
 }
 
+// objectKey is the object's key as client-go's stores have it,
+// "<namespace>/<name>", which reportedWrites keeps.
+func (m *Meta) objectKey() string { return m.Namespace + "/" + m.Name }
+
 // key returns the index key of a service: "<name>.<namespace>", the exact
 // substring of a query name, so lookups need no allocation.
 func key(namespace, name string) string { return name + "." + namespace }

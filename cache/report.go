@@ -94,7 +94,7 @@ func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	if !c.answers(meta.Namespace) {
 		return
 	}
-	if w.note(meta.Namespace+"/"+meta.Name, meta.ResourceVersion, len(problems) > 0) {
+	if w.note(meta.objectKey(), meta.ResourceVersion, len(problems) > 0) {
 		c.report(kind, meta.Namespace, meta.Name, problems)
 	}
 }
