@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/clustersetdns/multicluster/apis/v1alpha2"
@@ -73,6 +74,15 @@ func fixture() []runtime.Object {
 		slice("demo", "idle-west", "idle", "west", discoveryv1.AddressTypeIPv4, ep{host: "a", addrs: []string{"10.3.0.1"}, ready: &no}),
 		plain,
 	}
+}
+
+// objects turns what contract.ReadObjects read into what NewStatic takes.
+func objects(us []*unstructured.Unstructured) []runtime.Object {
+	out := make([]runtime.Object, len(us))
+	for i, u := range us {
+		out[i] = u
+	}
+	return out
 }
 
 func newTestPlugin(t testing.TB, objs ...runtime.Object) *Multicluster {

@@ -8,6 +8,7 @@ module github.com/clustersetdns/multicluster/bench
 go 1.26.7
 
 require (
+	github.com/clustersetdns/multicluster v0.0.0
 	github.com/clustersetdns/multicluster/test/e2e v0.0.0
 	github.com/miekg/dns v1.1.73
 	gonum.org/v1/plot v0.17.0
@@ -84,3 +85,5 @@ require (
 )
 
 replace github.com/clustersetdns/multicluster/test/e2e => ../test/e2e
+
+replace github.com/clustersetdns/multicluster => ../

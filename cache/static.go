@@ -3,10 +3,13 @@ package cache
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -23,41 +26,50 @@ type Static struct {
 }
 
 // NewStatic builds the answers of the given ServiceImports (v1alpha2,
-// v1beta1 or v1alpha1; a v1alpha2 view with data wins) and EndpointSlices.
+// v1beta1 or v1alpha1, typed or unstructured; a v1alpha2 view with data
+// wins) and EndpointSlices. Unstructured Namespaces are skipped, so the
+// objects of a YAML file such as testdata/'s can be passed as they are read.
 func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, error) {
 	imports := map[string]*Import{}
 	bySvc := map[string][]*Slice{}
 	for _, o := range objs {
-		switch v := o.(type) {
-		case *v1alpha2.ServiceImport, *mcsv1beta1.ServiceImport, *mcsv1alpha1.ServiceImport:
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 			if err != nil {
 				return nil, err
 			}
-			u := &unstructured.Unstructured{Object: m}
+			u = &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(gvkOf(o))
+		}
+		gvk := u.GroupVersionKind()
+		switch {
+		case gvk.Group == mcsv1beta1.GroupName && gvk.Kind == "ServiceImport" && slices.Contains(Versions, gvk.Version):
 			var im *Import
-			switch v.(type) {
-			case *v1alpha2.ServiceImport:
+			if gvk.Version == V1alpha2 {
 				im = importFromRoot(u, V1alpha2)
-			case *mcsv1beta1.ServiceImport:
-				im = importFromSpec(u, V1beta1)
-			default:
-				im = importFromSpec(u, V1alpha1)
+			} else {
+				im = importFromSpec(u, gvk.Version)
 			}
 			k := key(im.Namespace, im.Name)
 			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version() == V1alpha2) {
 				imports[k] = im
 			}
-		case *discoveryv1.EndpointSlice:
-			if v.Labels[LabelServiceName] == "" {
+		case gvk == discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):
+			if u.GetLabels()[LabelServiceName] == "" {
 				continue // not a multi-cluster slice: the Controller never lists it
 			}
-			s := sliceFrom(v)
+			var es discoveryv1.EndpointSlice
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &es); err != nil {
+				return nil, fmt.Errorf("EndpointSlice %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			}
+			s := sliceFrom(&es)
 			if s.Service != "" {
 				bySvc[key(s.Namespace, s.Service)] = append(bySvc[key(s.Namespace, s.Service)], s)
 			}
+		case gvk == corev1.SchemeGroupVersion.WithKind("Namespace"):
 		default:
-			return nil, fmt.Errorf("unexpected object %T", o)
+			return nil, fmt.Errorf("unexpected object %T %v", o, gvk)
 		}
 	}
 	st := &Static{idx: newIndex(true), Synced: true, serial: 1}
@@ -89,3 +101,19 @@ func (s *Static) Serial() uint32 { return s.serial }
 
 // Each calls f for every service until f returns false.
 func (s *Static) Each(f func(*Service) bool) { s.idx.each(f) }
+
+// gvkOf names the kind of a typed object NewStatic takes; the typed objects
+// of tests carry no TypeMeta.
+func gvkOf(o runtime.Object) schema.GroupVersionKind {
+	switch o.(type) {
+	case *v1alpha2.ServiceImport:
+		return v1alpha2.SchemeGroupVersion.WithKind("ServiceImport")
+	case *mcsv1beta1.ServiceImport:
+		return mcsv1beta1.SchemeGroupVersion.WithKind("ServiceImport")
+	case *mcsv1alpha1.ServiceImport:
+		return mcsv1alpha1.SchemeGroupVersion.WithKind("ServiceImport")
+	case *discoveryv1.EndpointSlice:
+		return discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
+	}
+	return o.GetObjectKind().GroupVersionKind()
+}

@@ -40,7 +40,7 @@ endpoints:
 	}
 	apply(t, slice("good", "hl", ", multicluster.kubernetes.io/source-cluster: west", "IPv4", "10.90.0.1"))
 	c := startPluginDNS(t)
-	eventually(t, c, n("hl.bad"), "A", want{answer: []string{a(n("hl.bad"), "10.90.0.1")}})
+	eventually(t, c, n("hl.bad"), "A", want{Answer: []string{a(n("hl.bad"), "10.90.0.1")}})
 
 	apply(t, slice("fqdn", "hl", ", multicluster.kubernetes.io/source-cluster: west", "FQDN", "example.org"))
 	apply(t, slice("nocluster", "hl", "", "IPv4", "10.90.0.2"))
@@ -48,11 +48,11 @@ endpoints:
 	apply(t, slice("orphan", "nosuch", ", multicluster.kubernetes.io/source-cluster: west", "IPv4", "10.90.0.4"))
 	apply(t, slice("late", "hl", ", multicluster.kubernetes.io/source-cluster: east", "IPv4", "10.90.0.5"))
 	// The last good slice shows, so every slice before it has been seen.
-	eventually(t, c, n("hl.bad"), "A", want{answer: []string{a(n("hl.bad"), "10.90.0.1"), a(n("hl.bad"), "10.90.0.5")}})
-	expect(t, c, defaultTTL, n("h-good.west.hl.bad"), "A", want{answer: []string{a(n("h-good.west.hl.bad"), "10.90.0.1")}})
+	eventually(t, c, n("hl.bad"), "A", want{Answer: []string{a(n("hl.bad"), "10.90.0.1"), a(n("hl.bad"), "10.90.0.5")}})
+	expect(t, c, defaultTTL, n("h-good.west.hl.bad"), "A", want{Answer: []string{a(n("h-good.west.hl.bad"), "10.90.0.1")}})
 	expect(t, c, defaultTTL, n("h-oddcluster.west_1.hl.bad"), "A", nxdomain())
 	expect(t, c, defaultTTL, n("nosuch.bad"), "A", nxdomain())
-	expect(t, c, defaultTTL, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	expect(t, c, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	r := dig(t, c, n("hl.bad"), "SRV")
 	for _, rr := range r.Answer {
 		if strings.Contains(rr.String(), "fqdn") || strings.Contains(rr.String(), "nocluster") || strings.Contains(rr.String(), "oddcluster") {
@@ -114,20 +114,20 @@ func TestBadServiceImports(t *testing.T) {
 	create("good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.9"}, "ports": []any{port("http", 80)}})
 
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
-	eventually(t, c, n("good.bad"), "A", want{answer: []string{a(n("good.bad"), "10.91.0.9")}})
+	eventually(t, c, n("good.bad"), "A", want{Answer: []string{a(n("good.bad"), "10.91.0.9")}})
 	for _, tc := range []struct {
 		name, qtype string
 		want        want
 	}{
-		{n("notip.bad"), "A", want{answer: []string{a(n("notip.bad"), "10.91.0.1")}}},     // the non-IP is left out
-		{n("twofour.bad"), "A", want{answer: []string{a(n("twofour.bad"), "10.91.0.2")}}}, // the first of a family
+		{n("notip.bad"), "A", want{Answer: []string{a(n("notip.bad"), "10.91.0.1")}}},     // the non-IP is left out
+		{n("twofour.bad"), "A", want{Answer: []string{a(n("twofour.bad"), "10.91.0.2")}}}, // the first of a family
 		{n("noips.bad"), "A", nxdomain()},                                                 // nothing to answer with
 		{n("hlips.bad"), "A", nxdomain()},                                                 // headless: ips ignored, no endpoints
-		{n("ports.bad"), "SRV", want{answer: []string{srv(n("ports.bad"), 100, 80, n("ports.bad"))}}},
+		{n("ports.bad"), "SRV", want{Answer: []string{srv(n("ports.bad"), 100, 80, n("ports.bad"))}}},
 		{n("_zero._tcp.ports.bad"), "SRV", nxdomain()},
-		{n("noports.bad"), "A", want{answer: []string{a(n("noports.bad"), "10.91.0.6")}}},
+		{n("noports.bad"), "A", want{Answer: []string{a(n("noports.bad"), "10.91.0.6")}}},
 		{n("noports.bad"), "SRV", nodata()},
-		{n("good.bad"), "SRV", want{answer: []string{srv(n("good.bad"), 100, 80, n("good.bad"))}}},
+		{n("good.bad"), "SRV", want{Answer: []string{srv(n("good.bad"), 100, 80, n("good.bad"))}}},
 	} {
 		expect(t, c, defaultTTL, tc.name, tc.qtype, tc.want)
 	}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -157,15 +159,15 @@ spec:
 	glue := []string{a(svc, ips[0]), aaaa(svc, ips[1])}
 
 	// A and AAAA: each ClusterSetIP, by its family.
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, ips[0])}})
-	expect(t, c, defaultTTL, svc, "AAAA", want{answer: []string{aaaa(svc, ips[1])}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, ips[0])}})
+	expect(t, c, defaultTTL, svc, "AAAA", want{Answer: []string{aaaa(svc, ips[1])}})
 
 	// SRV at the service name: exactly one record, port 42, the service
 	// name as target; the per-port names one each.
-	expect(t, c, defaultTTL, svc, "SRV", want{answer: []string{srv(svc, 100, 42, svc)}, additional: glue})
+	expect(t, c, defaultTTL, svc, "SRV", want{Answer: []string{srv(svc, 100, 42, svc)}, Additional: glue})
 	for _, p := range []string{"_tcp._tcp", "_udp._udp"} {
 		name := n(p + "." + confService + "." + ns)
-		expect(t, c, defaultTTL, name, "SRV", want{answer: []string{srv(name, 100, 42, svc)}, additional: glue})
+		expect(t, c, defaultTTL, name, "SRV", want{Answer: []string{srv(name, 100, 42, svc)}, Additional: glue})
 	}
 
 	// cluster.local beside us: the local Service's cluster IPs, answered
@@ -194,7 +196,7 @@ spec:
 			if err != nil {
 				return err
 			}
-			if got := harness.Briefs(r.Answer); r.Rcode != "NOERROR" || !r.AA() || !slices.Equal(got, []string{rr}) {
+			if got := contract.Briefs(r.Answer); r.Rcode != "NOERROR" || !r.AA() || !slices.Equal(got, []string{rr}) {
 				return fmt.Errorf("%s %s: want the local cluster IP, %q, from the kubernetes plugin:\n%s", localName, qtype, rr, r)
 			}
 			return nil
@@ -202,11 +204,11 @@ spec:
 	}
 	// The cluster.local zone is the kubernetes plugin's: its SOA, not ours.
 	r := dig(t, c, "cluster.local.", "SOA")
-	if len(r.Answer) != 1 || !strings.HasPrefix(harness.Brief(r.Answer[0]), "cluster.local. soa ") {
+	if len(r.Answer) != 1 || !strings.HasPrefix(contract.Brief(r.Answer[0]), "cluster.local. soa ") {
 		t.Errorf("cluster.local. SOA is not the kubernetes plugin's:\n%s", r)
 	}
 	// And ours still answers its own zone from the same server.
-	expect(t, c, defaultTTL, svc, "A", want{answer: []string{a(svc, ips[0])}})
+	expect(t, c, defaultTTL, svc, "A", want{Answer: []string{a(svc, ips[0])}})
 }
 
 // confClusterLocalNXDOMAIN checks that name, in cluster.local, is NXDOMAIN
@@ -214,7 +216,7 @@ spec:
 func confClusterLocalNXDOMAIN(t *testing.T, c *harness.CoreDNS, name string) {
 	t.Helper()
 	r := dig(t, c, name, "A")
-	if r.Rcode != "NXDOMAIN" || len(r.Authority) != 1 || !strings.HasPrefix(harness.Brief(r.Authority[0]), "cluster.local. soa ") {
+	if r.Rcode != "NXDOMAIN" || len(r.Authority) != 1 || !strings.HasPrefix(contract.Brief(r.Authority[0]), "cluster.local. soa ") {
 		t.Errorf("%s A: want NXDOMAIN with the cluster.local SOA:\n%s", name, r)
 	}
 }
@@ -247,16 +249,16 @@ func confHeadless(t *testing.T, c *harness.CoreDNS) {
 		return out
 	}
 
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, v4[0].addr), a(svc, v4[1].addr)}})
-	expect(t, c, defaultTTL, svc, "AAAA", want{answer: []string{aaaa(svc, v6[0].addr), aaaa(svc, v6[1].addr)}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, v4[0].addr), a(svc, v4[1].addr)}})
+	expect(t, c, defaultTTL, svc, "AAAA", want{Answer: []string{aaaa(svc, v6[0].addr), aaaa(svc, v6[1].addr)}})
 	for _, ep := range []confEndpoint{v4[2], v6[2]} {
 		expect(t, c, defaultTTL, n(confEndpointName(ep)+"."+confClusterID+"."+confService+"."+ns), "A", nxdomain())
 	}
 
-	expect(t, c, defaultTTL, svc, "SRV", want{answer: srvAt(svc), additional: glue})
+	expect(t, c, defaultTTL, svc, "SRV", want{Answer: srvAt(svc), Additional: glue})
 	for _, p := range []string{"_tcp._tcp", "_udp._udp"} {
 		name := n(p + "." + confService + "." + ns)
-		expect(t, c, defaultTTL, name, "SRV", want{answer: srvAt(name), additional: glue})
+		expect(t, c, defaultTTL, name, "SRV", want{Answer: srvAt(name), Additional: glue})
 	}
 	// Imported only, with no local Service: no cluster.local name, and the
 	// NXDOMAIN is the kubernetes plugin's.
@@ -278,7 +280,7 @@ func confStatefulSet(t *testing.T, c *harness.CoreDNS) {
 	confSlice(t, ns, confService+"-"+confClusterID+"-ipv4", "IPv4", v4)
 	confSlice(t, ns, confService+"-"+confClusterID+"-ipv6", "IPv6", v6)
 
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, v4[0].addr), a(svc, v4[1].addr)}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, v4[0].addr), a(svc, v4[1].addr)}})
 	var glue, targets []string
 	for _, eps := range [][]confEndpoint{v4, v6} {
 		for _, ep := range eps {
@@ -287,7 +289,7 @@ func confStatefulSet(t *testing.T, c *harness.CoreDNS) {
 			if strings.Contains(ep.addr, ":") {
 				qtype = "AAAA"
 			}
-			expect(t, c, defaultTTL, name, qtype, want{answer: []string{confRecord(name, ep)}})
+			expect(t, c, defaultTTL, name, qtype, want{Answer: []string{confRecord(name, ep)}})
 			glue = append(glue, confRecord(name, ep))
 			if !slices.Contains(targets, name) {
 				targets = append(targets, name)
@@ -298,5 +300,5 @@ func confStatefulSet(t *testing.T, c *harness.CoreDNS) {
 	for _, target := range targets {
 		records = append(records, srv(svc, 100/len(targets), 42, target))
 	}
-	expect(t, c, defaultTTL, svc, "SRV", want{answer: records, additional: glue})
+	expect(t, c, defaultTTL, svc, "SRV", want{Answer: records, Additional: glue})
 }

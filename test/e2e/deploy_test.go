@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,16 +45,16 @@ func deployObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	var objs []*unstructured.Unstructured
 	for _, dir := range []string{"deploy", filepath.Join("deploy", "crds")} {
-		o, err := harness.ReadObjects(filepath.Join(env.Repo, dir))
+		o, err := contract.ReadObjects(filepath.Join(env.Repo, dir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		objs = append(objs, o...)
 	}
-	harness.SortForCreation(objs)
+	contract.SortForCreation(objs)
 	var have []string
 	for _, o := range objs {
-		have = append(have, harness.Describe(o))
+		have = append(have, contract.Describe(o))
 	}
 	for _, want := range []string{
 		"CustomResourceDefinition " + crdName,
@@ -80,7 +82,7 @@ func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *
 		if o.GetKind() == kind {
 			out := new(T)
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, out, true); err != nil {
-				t.Fatalf("%s: %v", harness.Describe(o), err)
+				t.Fatalf("%s: %v", contract.Describe(o), err)
 			}
 			return out
 		}
@@ -111,7 +113,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 
 	dryRun := []string{metav1.DryRunAll}
 	for _, o := range objs {
-		desc := harness.Describe(o)
+		desc := contract.Describe(o)
 		ri, err := env.Resource(o)
 		if err != nil {
 			t.Errorf("%s: %v", desc, err)
@@ -468,8 +470,8 @@ func TestDeployCorefile(t *testing.T) {
 		})
 	}
 
-	expect(t, c, defaultTTL, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
-	expect(t, c, defaultTTL, "dns-version."+apex, "TXT", want{answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
+	expect(t, c, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	expect(t, c, defaultTTL, "dns-version."+apex, "TXT", want{Answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
 	// A dedicated server: nothing outside the zone, and no recursion.
 	if r := dig(t, c, "kubernetes.default.svc.cluster.local.", "A"); r.Rcode != "REFUSED" {
 		t.Errorf("a name outside clusterset.local: %s, want REFUSED\n%s", r.Rcode, r)
@@ -757,7 +759,7 @@ func set(v any, field string) func(map[string]any) {
 
 func decode(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
-	objs, err := harness.DecodeYAML([]byte(doc))
+	objs, err := contract.DecodeYAML([]byte(doc))
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("decoding %q: %d objects, %v", doc, len(objs), err)
 	}

@@ -45,7 +45,7 @@ func TestCorefileExample(t *testing.T) {
 	if !strings.Contains(c.Corefile, "kubeconfig "+plugin.Kubeconfig) || !strings.Contains(c.Corefile, "kubeconfig "+admin) {
 		t.Fatalf("Corefile.example changed shape; the test's edits did not apply:\n%s", c.Corefile)
 	}
-	eventually(t, c, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	r := dig(t, c, "kubernetes.default.svc.cluster.local.", "A")
 	if r.Rcode != "NOERROR" || len(r.Answer) != 1 || !r.AA() {
 		t.Errorf("the kubernetes plugin did not answer its own zone:\n%s", r)

@@ -166,8 +166,8 @@ func TestImage(t *testing.T) {
 	dns := harness.RunCoreDNS(t, bin, harness.CoreDNSOptions{
 		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig),
 	})
-	expect(t, dns, defaultTTL, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
-	expect(t, dns, defaultTTL, n("cart.shop"), "AAAA", want{answer: []string{aaaa(n("cart.shop"), "fd00:42::30")}})
+	expect(t, dns, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	expect(t, dns, defaultTTL, n("cart.shop"), "AAAA", want{Answer: []string{aaaa(n("cart.shop"), "fd00:42::30")}})
 }
 
 // extractCoreDNS checks the layer holds /coredns alone, as the image needs

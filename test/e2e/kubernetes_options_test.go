@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"context"
 	"fmt"
 	"os/exec"
@@ -53,7 +55,7 @@ func TestKubernetesPluginOptions(t *testing.T) {
 				"transfer clusterset.local 42.10.in-addr.arpa {\n\tto *\n}\n%[2]s}\n", port, block)
 		},
 	})
-	eventually(t, c, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 
 	// namespaces: shop is not served.
 	expect(t, c, defaultTTL, n("cart.shop"), "AAAA", nxdomain())
@@ -65,7 +67,7 @@ func TestKubernetesPluginOptions(t *testing.T) {
 	}
 	have := map[string]bool{}
 	for _, rr := range rrs {
-		have[harness.Brief(rr)] = true
+		have[contract.Brief(rr)] = true
 		if strings.Contains(rr.Header().Name, ".shop.") {
 			t.Errorf("AXFR holds a record of a namespace not served: %s", rr)
 		}
@@ -84,15 +86,15 @@ func TestKubernetesPluginOptions(t *testing.T) {
 	}
 
 	// Reverse zones: PTR for ClusterSetIPs, IPv4 and IPv6.
-	expect(t, c, defaultTTL, "10.0.42.10.in-addr.arpa.", "PTR", want{answer: []string{"10.0.42.10.in-addr.arpa. ptr " + n("web.demo")}})
+	expect(t, c, defaultTTL, "10.0.42.10.in-addr.arpa.", "PTR", want{Answer: []string{"10.0.42.10.in-addr.arpa. ptr " + n("web.demo")}})
 	rev6, _ := dns.ReverseAddr("fd00:42::20")
-	expect(t, c, defaultTTL, rev6, "PTR", want{answer: []string{rev6 + " ptr " + n("dual.demo")}})
+	expect(t, c, defaultTTL, rev6, "PTR", want{Answer: []string{rev6 + " ptr " + n("dual.demo")}})
 	if r := dig(t, c, "99.0.42.10.in-addr.arpa.", "PTR"); r.Rcode != "NXDOMAIN" || !r.AA() || len(r.Authority) != 1 ||
 		r.Authority[0].Header().Name != "42.10.in-addr.arpa." || r.Authority[0].Header().Rrtype != dns.TypeSOA {
 		t.Errorf("an unknown reverse name is NXDOMAIN with the reverse zone's SOA:\n%s", r)
 	}
 	rev := digAXFR(t, c.Port, "42.10.in-addr.arpa.")
-	if len(rev) < 3 || harness.Brief(rev[len(rev)-2]) == "" {
+	if len(rev) < 3 || contract.Brief(rev[len(rev)-2]) == "" {
 		t.Errorf("reverse AXFR: %v", rev)
 	}
 
@@ -122,7 +124,7 @@ spec:
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
 		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig, "labels env in (prod, staging)"),
 	})
-	eventually(t, c, n("prod.labelled"), "A", want{answer: []string{a(n("prod.labelled"), "10.80.0.1")}})
+	eventually(t, c, n("prod.labelled"), "A", want{Answer: []string{a(n("prod.labelled"), "10.80.0.1")}})
 	expect(t, c, defaultTTL, n("dev.labelled"), "A", nxdomain())
 	expect(t, c, defaultTTL, n("web.demo"), "A", nxdomain())
 }

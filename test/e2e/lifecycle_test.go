@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ func remove(t testing.TB, yaml string) {
 	t.Helper()
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	objs, err := harness.DecodeYAML([]byte(yaml))
+	objs, err := contract.DecodeYAML([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +74,10 @@ spec:
   ports:
   - {name: http, protocol: TCP, port: 80}
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.1")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.1")}})
 	eventually(t, c, ns, "A", nodata())
 	eventually(t, c, n("_http._tcp.api.silife"), "SRV", want{
-		answer: []string{srv(n("_http._tcp.api.silife"), 100, 80, svc)},
+		Answer: []string{srv(n("_http._tcp.api.silife"), 100, 80, svc)},
 	})
 
 	t.Log("update: new IPv4, an IPv6 address, another port, http moves to 8080")
@@ -90,14 +92,14 @@ spec:
   - {name: http, protocol: TCP, port: 8080}
   - {name: grpc, protocol: TCP, port: 9090}
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.2")}})
-	eventually(t, c, svc, "AAAA", want{answer: []string{aaaa(svc, "fd00:50::2")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.2")}})
+	eventually(t, c, svc, "AAAA", want{Answer: []string{aaaa(svc, "fd00:50::2")}})
 	eventually(t, c, n("_http._tcp.api.silife"), "SRV", want{
-		answer:     []string{srv(n("_http._tcp.api.silife"), 100, 8080, svc)},
-		additional: []string{a(svc, "10.50.0.2"), aaaa(svc, "fd00:50::2")},
+		Answer:     []string{srv(n("_http._tcp.api.silife"), 100, 8080, svc)},
+		Additional: []string{a(svc, "10.50.0.2"), aaaa(svc, "fd00:50::2")},
 	})
 	eventually(t, c, n("_grpc._tcp.api.silife"), "SRV", want{
-		answer: []string{srv(n("_grpc._tcp.api.silife"), 100, 9090, svc)},
+		Answer: []string{srv(n("_grpc._tcp.api.silife"), 100, 9090, svc)},
 	})
 
 	t.Log("update: drop a port")
@@ -112,7 +114,7 @@ spec:
   - {name: grpc, protocol: TCP, port: 9090}
 `)
 	eventually(t, c, n("_http._tcp.api.silife"), "SRV", nxdomain())
-	eventually(t, c, svc, "SRV", want{answer: []string{srv(svc, 100, 9090, svc)}})
+	eventually(t, c, svc, "SRV", want{Answer: []string{srv(svc, 100, 9090, svc)}})
 
 	t.Log("update: ClusterSetIP becomes Headless, its endpoints come from a slice")
 	apply(t, `
@@ -141,9 +143,9 @@ spec:
   ports:
   - {name: grpc, protocol: TCP, port: 9090}
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.1.1")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.1.1")}})
 	eventually(t, c, svc, "AAAA", nodata())
-	eventually(t, c, n("api-0.c1.api.silife"), "A", want{answer: []string{a(n("api-0.c1.api.silife"), "10.50.1.1")}})
+	eventually(t, c, n("api-0.c1.api.silife"), "A", want{Answer: []string{a(n("api-0.c1.api.silife"), "10.50.1.1")}})
 
 	t.Log("delete the ServiceImport; its EndpointSlice stays")
 	remove(t, `
@@ -166,7 +168,7 @@ spec:
   ports:
   - {name: http, protocol: TCP, port: 80}
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.50.0.3")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.3")}})
 	eventually(t, c, n("api-0.c1.api.silife"), "A", nxdomain())
 
 	t.Log("delete it again, a ClusterSetIP one this time")
@@ -225,12 +227,12 @@ endpoints:
   conditions: {ready: true}
 `
 	apply(t, c1)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.60.0.1")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.1")}})
 	eventually(t, c, n("epslife"), "A", nodata())
-	eventually(t, c, r0, "A", want{answer: []string{a(r0, "10.60.0.1")}})
+	eventually(t, c, r0, "A", want{Answer: []string{a(r0, "10.60.0.1")}})
 	eventually(t, c, srvName, "SRV", want{
-		answer:     []string{srv(srvName, 100, 6379, r0)},
-		additional: []string{a(r0, "10.60.0.1")},
+		Answer:     []string{srv(srvName, 100, 6379, r0)},
+		Additional: []string{a(r0, "10.60.0.1")},
 	})
 
 	t.Log("update it: r-0 stops being ready, an endpoint without hostname or conditions joins")
@@ -252,10 +254,10 @@ endpoints:
   conditions: {ready: false}
 - addresses: [10.60.0.2]
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.60.0.2")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2")}})
 	eventually(t, c, r0, "A", nxdomain())
-	eventually(t, c, ip2, "A", want{answer: []string{a(ip2, "10.60.0.2")}})
-	eventually(t, c, srvName, "SRV", want{answer: []string{srv(srvName, 100, 6379, ip2)}})
+	eventually(t, c, ip2, "A", want{Answer: []string{a(ip2, "10.60.0.2")}})
+	eventually(t, c, srvName, "SRV", want{Answer: []string{srv(srvName, 100, 6379, ip2)}})
 
 	t.Log("create a second slice, in cluster c2")
 	r5 := n("r-5.c2.cache.epslife")
@@ -276,10 +278,10 @@ endpoints:
   hostname: r-5
   conditions: {ready: true}
 `)
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.60.0.2"), a(svc, "10.61.0.5")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2"), a(svc, "10.61.0.5")}})
 	eventually(t, c, srvName, "SRV", want{
-		answer:     []string{srv(srvName, 50, 6379, ip2), srv(srvName, 50, 6379, r5)},
-		additional: []string{a(ip2, "10.60.0.2"), a(r5, "10.61.0.5")},
+		Answer:     []string{srv(srvName, 50, 6379, ip2), srv(srvName, 50, 6379, r5)},
+		Additional: []string{a(ip2, "10.60.0.2"), a(r5, "10.61.0.5")},
 	})
 	eventually(t, c, n("c2.cache.epslife"), "A", nodata())
 
@@ -302,7 +304,7 @@ endpoints:
   hostname: r-5
   conditions: {ready: true}
 `)
-	eventually(t, c, r5c3, "A", want{answer: []string{a(r5c3, "10.61.0.5")}})
+	eventually(t, c, r5c3, "A", want{Answer: []string{a(r5c3, "10.61.0.5")}})
 	eventually(t, c, r5, "A", nxdomain())
 
 	t.Log("take the multicluster service-name label off it: it leaves the answers")
@@ -324,7 +326,7 @@ endpoints:
   conditions: {ready: true}
 `)
 	eventually(t, c, r5c3, "A", nxdomain())
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.60.0.2")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2")}})
 
 	t.Log("delete the first slice: no ready endpoint is left")
 	remove(t, c1)
@@ -388,13 +390,13 @@ endpoints:
   conditions: {ready: true}
 `)
 	kv1 := n("kv-1.c1.kv.dup")
-	eventually(t, c, svc, "A", want{answer: []string{a(svc, "10.70.0.1"), a(svc, "10.70.0.2")}})
+	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.70.0.1"), a(svc, "10.70.0.2")}})
 	eventually(t, c, n("_client._tcp.kv.dup"), "SRV", want{
-		answer: []string{
+		Answer: []string{
 			srv(n("_client._tcp.kv.dup"), 50, 2379, kv0),
 			srv(n("_client._tcp.kv.dup"), 50, 2379, kv1),
 		},
-		additional: []string{a(kv0, "10.70.0.1"), a(kv1, "10.70.0.2")},
+		Additional: []string{a(kv0, "10.70.0.1"), a(kv1, "10.70.0.2")},
 	})
-	eventually(t, c, kv0, "A", want{answer: []string{a(kv0, "10.70.0.1")}})
+	eventually(t, c, kv0, "A", want{Answer: []string{a(kv0, "10.70.0.1")}})
 }

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"context"
 	"flag"
 	"fmt"
@@ -57,7 +59,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: plugin identity:", err)
 		return 1
 	}
-	objs, err := harness.ReadObjects(filepath.Join(repo, "testdata"))
+	objs, err := contract.ReadObjects(filepath.Join(repo, "testdata"))
 	if err == nil {
 		err = env.ApplyAll(ctx, objs)
 	}

@@ -378,7 +378,7 @@ func (r *migRig) answers(name string, ips ...string) {
 	for _, ip := range ips {
 		rrs = append(rrs, a(name, ip))
 	}
-	eventually(r.t, r.dns, name, "A", want{answer: rrs})
+	eventually(r.t, r.dns, name, "A", want{Answer: rrs})
 	r.p.expect(name, ips...)
 }
 
@@ -622,7 +622,7 @@ func (r *migRig) changeSeen(version, name, ip string, change func(u *unstructure
 		if err != nil {
 			return err
 		}
-		if err := (want{answer: []string{a(dnsName, ip)}}).check(res, defaultTTL); err != nil {
+		if err := (want{Answer: []string{a(dnsName, ip)}}).Check(res.Msg(), defaultTTL); err != nil {
 			return err
 		}
 		seen = time.Since(written)
@@ -669,7 +669,7 @@ func (r *migRig) digAll() {
 		for _, ip := range ips {
 			rrs = append(rrs, a(name, ip))
 		}
-		expect(r.t, r.dns, defaultTTL, name, "A", want{answer: rrs})
+		expect(r.t, r.dns, defaultTTL, name, "A", want{Answer: rrs})
 	}
 }
 

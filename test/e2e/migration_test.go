@@ -120,7 +120,7 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 	p := &prober{addr: dnsSrv.Addr(), want: map[string][]string{}}
 	for i := range count {
 		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		eventually(t, dnsSrv, name, "A", want{answer: []string{a(name, ip(i, 0))}})
+		eventually(t, dnsSrv, name, "A", want{Answer: []string{a(name, ip(i, 0))}})
 		p.expect(name, ip(i, 0))
 	}
 
@@ -257,7 +257,7 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := (want{answer: []string{a(name, ip(i, 1))}}).check(r, defaultTTL); err != nil {
+			if err := (want{Answer: []string{a(name, ip(i, 1))}}).Check(r.Msg(), defaultTTL); err != nil {
 				return err
 			}
 			seen = time.Since(written)
@@ -285,11 +285,11 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 	// Every name answers through dig after the migration, from v1alpha2.
 	for i := 2; i < count; i++ {
 		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		expect(t, dnsSrv, defaultTTL, name, "A", want{answer: []string{a(name, ip(i, 0))}})
+		expect(t, dnsSrv, defaultTTL, name, "A", want{Answer: []string{a(name, ip(i, 0))}})
 	}
 	for i := range 2 {
 		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		expect(t, dnsSrv, defaultTTL, name, "A", want{answer: []string{a(name, ip(i, 1))}})
+		expect(t, dnsSrv, defaultTTL, name, "A", want{Answer: []string{a(name, ip(i, 1))}})
 	}
 	if strings.Contains(dnsSrv.Output(), "panic") {
 		t.Error("CoreDNS panicked")

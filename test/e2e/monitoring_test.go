@@ -47,7 +47,7 @@ spec:
 	})
 	// One answer of each result but SERVFAIL, which a synced server does
 	// not give; its counter exists beside the others all the same.
-	expect(t, c, defaultTTL, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	expect(t, c, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	expect(t, c, defaultTTL, n("nosuch.demo"), "A", nxdomain())
 	expect(t, c, defaultTTL, n("web.demo"), "TXT", nodata())
 

@@ -61,7 +61,7 @@ func TestFallthrough(t *testing.T) {
 	if r.Rcode != "NOERROR" || len(r.Additional) == 0 || !strings.Contains(r.Output, "127.0.0.1") {
 		t.Errorf("NXDOMAIN did not fall through to whoami:\n%s", r)
 	}
-	expect(t, c, defaultTTL, n("web.demo"), "A", findCase(t, n("web.demo"), "A").want)
+	expect(t, c, defaultTTL, n("web.demo"), "A", findCase(t, n("web.demo"), "A").Want)
 	expect(t, c, defaultTTL, n("web.demo"), "AAAA", nodata())
 	expect(t, c, defaultTTL, n("west.db.demo"), "A", nodata())
 }

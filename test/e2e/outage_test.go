@@ -121,7 +121,7 @@ spec:
 	p := &prober{addr: dnsSrv.Addr(), want: map[string][]string{}}
 	for i := range 5 {
 		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		eventually(t, dnsSrv, name, "A", want{answer: []string{a(name, fmt.Sprintf("10.70.0.%d", i+1))}})
+		eventually(t, dnsSrv, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.70.0.%d", i+1))}})
 		p.expect(name, fmt.Sprintf("10.70.0.%d", i+1))
 	}
 	pctx, stopProbe := context.WithCancel(ctx)
@@ -134,7 +134,7 @@ spec:
 	apply(t, importYAML("during", "10.70.1.1"))
 	for time.Since(cutAt) < 12*time.Second {
 		r := dig(t, dnsSrv, "svc0."+ns+".svc.clusterset.local.", "A")
-		if err := (want{answer: []string{a("svc0."+ns+".svc.clusterset.local.", "10.70.0.1")}}).check(r, defaultTTL); err != nil {
+		if err := (want{Answer: []string{a("svc0."+ns+".svc.clusterset.local.", "10.70.0.1")}}).Check(r.Msg(), defaultTTL); err != nil {
 			t.Errorf("during the outage: %v\n%s", err, r)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -150,7 +150,7 @@ spec:
 			if err != nil {
 				return err
 			}
-			return (want{answer: []string{a(fq, map[string]string{"during": "10.70.1.1", "after": "10.70.2.1"}[name])}}).check(r, defaultTTL)
+			return (want{Answer: []string{a(fq, map[string]string{"during": "10.70.1.1", "after": "10.70.2.1"}[name])}}).Check(r.Msg(), defaultTTL)
 		})
 	}
 	seen = time.Since(back)
@@ -226,7 +226,7 @@ func TestStartWithoutAPIServer(t *testing.T) {
 		t.Error("ready before the first sync")
 	}
 	proxy.restore(t)
-	eventually(t, c, n("web.demo"), "A", want{answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	harness.Eventually(t, 10*time.Second, func() error {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort))
 		if err != nil {

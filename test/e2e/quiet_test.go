@@ -39,7 +39,7 @@ func TestQuietWhenIdle(t *testing.T) {
 	r.answers("web.quiet.svc.clusterset.local.", "10.72.0.1")
 	stock := r.stockCoreDNS()
 	name := "web.quiet.svc.clusterset.local."
-	eventually(t, stock, name, "A", want{answer: []string{a(name, "10.72.0.1")}})
+	eventually(t, stock, name, "A", want{Answer: []string{a(name, "10.72.0.1")}})
 
 	// The audit log does hold the replicas' requests: their first lists.
 	for _, user := range []string{harness.PluginUser, stockUser} {

@@ -39,7 +39,7 @@ func TestAPIServerRestart(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return (want{answer: []string{a(name, ip)}}).check(res, defaultTTL)
+			return (want{Answer: []string{a(name, ip)}}).Check(res.Msg(), defaultTTL)
 		})
 		seen := time.Since(created)
 		r.p.expect(name, ip)

@@ -23,7 +23,7 @@ func TestServedVersions(t *testing.T) {
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
 		r.answers(name, "10.71.0.1")
-		eventually(t, withFallback, name, "A", want{answer: []string{a(name, "10.71.0.1")}})
+		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.1")}})
 		verWantMetric(t, r.metricsURL, `coredns_multicluster_serviceimports{version="v1beta1"}`, 1)
 		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 0)
 		// Both servers watch v1beta1, and neither watches v1alpha1, which
@@ -48,7 +48,7 @@ func TestServedVersions(t *testing.T) {
 		r.runCoreDNS()
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
-		eventually(t, withFallback, name, "A", want{answer: []string{a(name, "10.71.0.2")}})
+		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.2")}})
 		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 1)
 		expect(t, r.dns, defaultTTL, name, "A", nxdomain())
 		lines := verLogLines(r.dns, "ServiceImport v1alpha1 is served, but this configuration does not read it")
@@ -74,7 +74,7 @@ func TestServedVersions(t *testing.T) {
 		r.ctx = ctx
 		r.runCoreDNS()
 		// Ready, answering, and saying what to install.
-		expect(t, r.dns, defaultTTL, "dns-version."+apex, "TXT", want{answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
+		expect(t, r.dns, defaultTTL, "dns-version."+apex, "TXT", want{Answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
 		expect(t, r.dns, defaultTTL, n("web.versions"), "A", nxdomain())
 		harness.Eventually(t, 10*time.Second, func() error {
 			if lines := verLogLines(r.dns, "the API server serves no ServiceImport"); len(lines) != 1 || !strings.Contains(lines[0], "install the ServiceImport CRD") {
@@ -90,7 +90,7 @@ func TestServedVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.3"))
-		eventually(t, r.dns, n("web.versions"), "A", want{answer: []string{a(n("web.versions"), "10.71.0.3")}})
+		eventually(t, r.dns, n("web.versions"), "A", want{Answer: []string{a(n("web.versions"), "10.71.0.3")}})
 	})
 }
 

@@ -111,22 +111,16 @@ func (r *DigResult) parse() error {
 	return nil
 }
 
-// Brief renders rr without TTL and class, lower-cased, for comparisons:
-// "web.demo.svc.clusterset.local. a 10.42.0.10".
-func Brief(rr dns.RR) string {
-	h := rr.Header()
-	rdata := strings.TrimPrefix(rr.String(), h.String())
-	return strings.ToLower(dns.Fqdn(h.Name) + " " + dns.TypeToString[h.Rrtype] + " " + strings.TrimSpace(rdata))
-}
-
-// Briefs renders every RR with Brief, sorted.
-func Briefs(rrs []dns.RR) []string {
-	out := make([]string, 0, len(rrs))
-	for _, rr := range rrs {
-		out = append(out, Brief(rr))
+// Msg is the answer as a DNS message, for contract.Want.Check.
+func (r *DigResult) Msg() *dns.Msg {
+	m := &dns.Msg{Answer: r.Answer, Ns: r.Authority, Extra: r.Additional}
+	rcode, ok := dns.StringToRcode[r.Rcode]
+	if !ok {
+		rcode = -1 // no rcode a Want names
 	}
-	slices.Sort(out)
-	return out
+	m.Rcode = rcode
+	m.Authoritative = r.AA()
+	return m
 }
 
 // Exchange asks addr one question without recursion, with EDNS0 (4096

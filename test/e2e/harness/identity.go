@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"context"
 	"fmt"
 	"os"
@@ -121,7 +123,7 @@ func ClusterRoleFromFile(path string) (*rbacv1.ClusterRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := SplitYAML(data)
+	docs, err := contract.SplitYAML(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

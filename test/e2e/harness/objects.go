@@ -1,118 +1,20 @@
 package harness
 
 import (
-	"bufio"
-	"bytes"
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/yaml"
 )
-
-// SplitYAML splits a multi-document YAML stream, dropping empty documents.
-func SplitYAML(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
-			docs = append(docs, doc)
-		}
-	}
-}
-
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for line := range bytes.Lines(doc) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out = append(out, line...)
-		}
-	}
-	return out
-}
-
-// DecodeYAML decodes every document of a YAML stream into an object.
-func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
-	docs, err := SplitYAML(data)
-	if err != nil {
-		return nil, err
-	}
-	objs := make([]*unstructured.Unstructured, 0, len(docs))
-	for i, doc := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("document %d: apiVersion, kind and metadata.name are required", i+1)
-		}
-		objs = append(objs, u)
-	}
-	return objs, nil
-}
-
-// ReadObjects decodes every *.yaml and *.yml file of dir (not its
-// subdirectories), and orders the objects as they can be created: Namespaces
-// first, then CRDs, then the rest in file order.
-func ReadObjects(dir string) ([]*unstructured.Unstructured, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var objs []*unstructured.Unstructured
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		o, err := DecodeYAML(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
-		}
-		objs = append(objs, o...)
-	}
-	SortForCreation(objs)
-	return objs, nil
-}
-
-// SortForCreation puts Namespaces first and CustomResourceDefinitions second,
-// keeping the order of everything else.
-func SortForCreation(objs []*unstructured.Unstructured) {
-	rank := func(u *unstructured.Unstructured) int {
-		switch u.GroupVersionKind().GroupKind() {
-		case schema.GroupKind{Kind: "Namespace"}:
-			return 0
-		case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
-			return 1
-		}
-		return 2
-	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
-}
 
 // Resource returns the dynamic client for obj's kind, in obj's namespace when
 // the kind is namespaced.
@@ -149,7 +51,7 @@ func (e *Env) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstr
 	out, err := ri.Create(ctx, obj, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return nil, fmt.Errorf("creating %s: %w", Describe(obj), err)
+			return nil, fmt.Errorf("creating %s: %w", contract.Describe(obj), err)
 		}
 		return out, nil
 	}
@@ -163,7 +65,7 @@ func (e *Env) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstr
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("updating %s: %w", Describe(obj), err)
+		return nil, fmt.Errorf("updating %s: %w", contract.Describe(obj), err)
 	}
 	return out, nil
 }
@@ -180,11 +82,11 @@ func (e *Env) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured) e
 
 // ApplyYAML decodes a YAML stream and applies its objects in creation order.
 func (e *Env) ApplyYAML(ctx context.Context, data string) ([]*unstructured.Unstructured, error) {
-	objs, err := DecodeYAML([]byte(data))
+	objs, err := contract.DecodeYAML([]byte(data))
 	if err != nil {
 		return nil, err
 	}
-	SortForCreation(objs)
+	contract.SortForCreation(objs)
 	return objs, e.ApplyAll(ctx, objs)
 }
 
@@ -205,7 +107,7 @@ func (e *Env) Delete(ctx context.Context, obj *unstructured.Unstructured) error 
 	}
 	err = ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s: %w", Describe(obj), err)
+		return fmt.Errorf("deleting %s: %w", contract.Describe(obj), err)
 	}
 	return nil
 }
@@ -217,12 +119,4 @@ func (e *Env) DeleteAll(ctx context.Context, objs []*unstructured.Unstructured) 
 		errs = append(errs, e.Delete(ctx, o))
 	}
 	return errors.Join(errs...)
-}
-
-// Describe names an object for messages: Kind ns/name.
-func Describe(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetKind() + " " + obj.GetName()
-	}
-	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
 }

@@ -9,6 +9,8 @@
 package main
 
 import (
+	"github.com/clustersetdns/multicluster/internal/contract"
+
 	"context"
 	"flag"
 	"fmt"
@@ -50,7 +52,7 @@ func run(port, ttl int, testdata string, verbose bool) error {
 	if testdata == "" {
 		testdata = filepath.Join(repo, "testdata")
 	}
-	objs, err := harness.ReadObjects(testdata)
+	objs, err := contract.ReadObjects(testdata)
 	if err != nil {
 		return err
 	}
