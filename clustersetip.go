@@ -21,11 +21,20 @@ func (m *Multicluster) clusterSetIP(rep *reply, svc *cache.Service, svcName, sub
 	if sub == "" {
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
+			// Every address of the family: the cache keeps one per family,
+			// and the answer does not depend on it.
+			var ans []dns.RR
 			for _, ip := range svc.IPs() {
 				if ip.Is4() == (qtype == dns.TypeA) {
-					rep.msg.Answer = append(rep.section(1), m.address(rep, owner, ip))
-					return success
+					if ans == nil {
+						ans = rep.section(len(svc.IPs()))
+					}
+					ans = append(ans, m.address(rep, owner, ip))
 				}
+			}
+			if ans != nil {
+				rep.msg.Answer = ans
+				return success
 			}
 		case dns.TypeSRV:
 			ports := svc.SRVPorts() // one per number: the target is the same
@@ -85,23 +94,23 @@ func isPortName(sub string, p cache.Port) bool {
 func (m *Multicluster) address(rep *reply, name string, ip netip.Addr) dns.RR {
 	if ip.Is4() {
 		b := ip.As4()
-		return push(&rep.a, dns.A{Hdr: m.hdr(name, dns.TypeA), A: rep.ip(b[:], 1)}, 1)
+		return push(&rep.a, cache.A(name, rep.ip(b[:], 1), m.TTL), 1)
 	}
 	b := ip.As16()
-	return push(&rep.aaaa, dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: rep.ip(b[:], 1)}, 1)
+	return push(&rep.aaaa, cache.AAAA(name, rep.ip(b[:], 1), m.TTL), 1)
 }
 
 // srv makes an SRV record in the reply; left is how many more the answer
 // will hold, this one included.
 func (m *Multicluster) srv(rep *reply, owner string, port, weight uint16, target string, left int) dns.RR {
-	return push(&rep.srvs, dns.SRV{Hdr: m.hdr(owner, dns.TypeSRV), Weight: weight, Port: port, Target: target}, left)
+	return push(&rep.srvs, cache.SRV(owner, m.TTL, weight, port, target), left)
 }
 
 // clusterSetIPRecords is every record of a ClusterSetIP service in one zone,
 // in the order of a zone transfer: A, AAAA, SRV of the service, then the SRV
 // of each port by name.
 func (m *Multicluster) clusterSetIPRecords(svc *cache.Service, zone string) []dns.RR {
-	svcName := svc.Name() + "." + svc.Namespace() + ".svc." + zone
+	svcName := cache.ServiceName(svc.Name(), svc.Namespace(), zone)
 	var rs []dns.RR
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV} {
 		rep := &reply{}

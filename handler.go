@@ -184,7 +184,7 @@ func pick(answer, extra []dns.RR) ([]dns.RR, []dns.RR, result) {
 }
 
 func (m *Multicluster) hdr(name string, t uint16) dns.RR_Header {
-	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: m.TTL}
+	return cache.Header(name, t, m.TTL)
 }
 
 // soa is the SOA of the zone at index zi, shaped as CoreDNS's kubernetes

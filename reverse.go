@@ -7,6 +7,8 @@ import (
 	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
 )
 
 // reverse answers in a reverse zone given among ZONES: PTR records naming the
@@ -33,7 +35,7 @@ func (m *Multicluster) ptrs(name string) []dns.RR {
 	}
 	var out []dns.RR
 	for _, svc := range m.backend.LookupIP(ip.Unmap()) {
-		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: svc.Name() + "." + svc.Namespace() + ".svc." + m.ptrZone()})
+		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: cache.ServiceName(svc.Name(), svc.Namespace(), m.ptrZone())})
 	}
 	return out
 }

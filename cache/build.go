@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -187,7 +186,7 @@ func srvPorts(ports []Port) []Port {
 // buildZone makes a headless service's answers in one zone; srv are the
 // ports of the SRV records at the service's own name.
 func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) ZoneAnswers {
-	svcName := im.Name + "." + im.Namespace + ".svc." + zone
+	svcName := ServiceName(im.Name, im.Namespace, zone)
 	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
 	targets := make([]string, len(n.endpoints))
 	var glue []dns.RR
@@ -204,14 +203,14 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 		sub := p.Sub()
 		ans := &Answers{Extra: glue}
 		for _, t := range targets {
-			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t, 0))
+			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t))
 		}
 		setWeights(ans.SRV)
 		z.Sub[sub] = ans
 	}
 	for _, p := range srv {
 		for _, t := range targets {
-			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t, 0))
+			z.Service.SRV = append(z.Service.SRV, srvRecord(svcName, ttl, p.Port, t))
 		}
 	}
 	setWeights(z.Service.SRV)
@@ -244,18 +243,20 @@ func addressRecords(name string, ips []netip.Addr, ttl uint32) (a, aaaa []dns.RR
 	for _, ip := range ips {
 		if ip.Is4() {
 			v := ip.As4()
-			a = append(a, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.IP(v[:])})
+			r := A(name, v[:], ttl)
+			a = append(a, &r)
 		} else {
 			v := ip.As16()
-			aaaa = append(aaaa, &dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: net.IP(v[:])})
+			r := AAAA(name, v[:], ttl)
+			aaaa = append(aaaa, &r)
 		}
 	}
 	return a, aaaa
 }
 
-func srvRecord(owner string, ttl uint32, port uint16, target string, weight uint16) dns.RR {
-	return &dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
-		Priority: 0, Weight: weight, Port: port, Target: target}
+func srvRecord(owner string, ttl uint32, port uint16, target string) dns.RR {
+	r := SRV(owner, ttl, 0, port, target)
+	return &r
 }
 
 // setWeights spreads the weight evenly over the records of one answer.
@@ -264,8 +265,3 @@ func setWeights(rs []dns.RR) {
 		r.(*dns.SRV).Weight = SRVWeight(len(rs))
 	}
 }
-
-// SRVWeight is the weight of each of n SRV records of one answer, as CoreDNS's
-// kubernetes plugin gives it: floor(100 / n), and at least 1 (a weight of 0
-// means "rarely pick" in RFC 2782).
-func SRVWeight(n int) uint16 { return uint16(max(1, 100/n)) }

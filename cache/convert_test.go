@@ -128,7 +128,7 @@ func TestSliceProblems(t *testing.T) {
 func TestSRVWeightAtLeastOne(t *testing.T) {
 	rs := make([]dns.RR, 120)
 	for i := range rs {
-		rs[i] = srvRecord("x.", 5, 80, "t.", 0)
+		rs[i] = srvRecord("x.", 5, 80, "t.")
 	}
 	setWeights(rs)
 	if w := rs[0].(*dns.SRV).Weight; w != 1 {
