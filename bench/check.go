@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -62,5 +60,3 @@ func checkServer(s *server, mixes []mix, fx fixture) ([]string, error) {
 	}
 	return lines, nil
 }
-
-func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -147,7 +146,7 @@ func waitQuiet(ctx context.Context, cpu string, threshold float64, within time.D
 		if err != nil || b.total == a.total {
 			break
 		}
-		if float64(b.busy-a.busy)/float64(b.total-a.total) <= threshold {
+		if (b.busy-a.busy)/(b.total-a.total) <= threshold {
 			break
 		}
 	}
@@ -168,14 +167,13 @@ func runDnsperf(ctx context.Context, s *server, m mix, o perfOpts, logPath strin
 		"-T", "1", "-t", "5", "-b", "1024", "-e"}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	serverCPU := o.ServerCPU
-	load, _ := os.ReadFile("/proc/loadavg")
-	res.LoadAvg = strings.Join(strings.Fields(string(load))[:3], " ")
-	t0, err1 := s.CPUTicks()
+	res.LoadAvg = loadAvg()
+	t0, err1 := s.CPUSeconds()
 	c0, err2 := readCPUStat(serverCPU)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
-	t1, err3 := s.CPUTicks()
+	t1, err3 := s.CPUSeconds()
 	c1, err4 := readCPUStat(serverCPU)
 	res.Output = string(out)
 	if logPath != "" {
@@ -185,10 +183,9 @@ func runDnsperf(ctx context.Context, s *server, m mix, o perfOpts, logPath strin
 		return res, fmt.Errorf("dnsperf: %v\n%s", err, out)
 	}
 	if err1 == nil && err2 == nil && err3 == nil && err4 == nil {
-		const hz = 100 // USER_HZ
-		res.ServerCPU = float64(t1-t0) / hz / wall.Seconds()
+		res.ServerCPU = (t1 - t0) / wall.Seconds()
 		if total := c1.total - c0.total; total > 0 {
-			res.OtherCPU = max(0, float64(c1.busy-c0.busy-(t1-t0))/float64(total))
+			res.OtherCPU = max(0, (c1.busy-c0.busy-(t1-t0))/total)
 		}
 	}
 	text := string(out)

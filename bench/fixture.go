@@ -1,11 +1,14 @@
 package main
 
 import (
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -200,25 +203,15 @@ func (c *cluster) createImports(ctx context.Context, n, workers int) error {
 const progressEvery = 10000
 
 // retryTransient calls f, each time bounded by 30 seconds, up to 5 times
-// while it fails on a timeout, a lost connection or an overloaded API server.
+// (1, 2, 4, 8 s apart) while it fails on a timeout, a lost connection or an
+// overloaded API server.
 func retryTransient(ctx context.Context, f func(context.Context) error) error {
-	var err error
-	for attempt := range 5 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return errors.Join(err, ctx.Err())
-			case <-time.After(time.Duration(1<<(attempt-1)) * time.Second):
-			}
-		}
+	backoff := wait.Backoff{Steps: 5, Duration: time.Second, Factor: 2}
+	return retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = f(actx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
-			return err
-		}
-	}
-	return err
+		defer cancel()
+		return f(actx)
+	})
 }
 
 func transient(err error) bool {
@@ -299,32 +292,18 @@ func (c *cluster) setIP(ctx context.Context, i int, ip string) error {
 	return err
 }
 
-// parallel calls f(ctx, 0..n-1) from workers goroutines and returns the first
-// error, after which the others stop taking work.
+// parallel calls f(ctx, 0..n-1) from at most workers goroutines and
+// returns the first error, after which no more calls start.
 func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := f(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return f(ctx, i) })
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && err != context.Canceled {
-		return err
-	}
-	return nil
+	return g.Wait()
 }
 
 // loadFixture creates the namespaces, n ClusterSetIP imports and the headless

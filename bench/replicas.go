@@ -40,7 +40,7 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 		return r, err
 	}
 	r.APIBefore, r.APIPeak = before.RSS, before.RSS
-	ticks0, err := procCPUTicks(pid)
+	cpu0, err := cpuSeconds(pid)
 	if err != nil {
 		return r, err
 	}
@@ -75,7 +75,7 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 	r.AllReady = time.Since(t0)
 	close(stopSampling)
 	<-sampled
-	ticks1, terr := procCPUTicks(pid)
+	cpu1, terr := cpuSeconds(pid)
 	r.Wall = time.Since(t0)
 	for _, s := range servers {
 		if s != nil {
@@ -90,8 +90,7 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 	if terr != nil {
 		return r, terr
 	}
-	const hz = 100 // USER_HZ
-	r.APICPU = float64(ticks1-ticks0) / hz
+	r.APICPU = cpu1 - cpu0
 	return r, ctx.Err()
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/prometheus/procfs"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,16 +37,12 @@ type load struct {
 
 func (r *report) machine() {
 	model := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if info, err := fs.CPUInfo(); err == nil && len(info) > 0 {
+			model = info[0].ModelName
 		}
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	load, _ := os.ReadFile("/proc/loadavg")
 	perf, _ := exec.Command("dnsperf", "-h").CombinedOutput()
 	perfVersion := "dnsperf"
 	for line := range strings.Lines(string(perf)) {
@@ -54,7 +52,7 @@ func (r *report) machine() {
 	}
 	r.host = []string{
 		fmt.Sprintf("%d CPUs (%s), Linux %s, %s, %s", runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), runtime.Version(), perfVersion),
-		"load average at start: " + strings.Join(strings.Fields(string(load))[:3], " "),
+		"load average at start: " + loadAvg(),
 	}
 }
 

@@ -84,7 +84,7 @@ func measureFootprint(start func() (*server, error), fx fixture, imports int, se
 	}
 	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: others.share(s.PID())}
 	last := fx.name(imports - 1)
-	r, err := harness.Exchange(s.addr(), last, dns.TypeA)
+	r, err := harness.Exchange(s.Addr(), last, dns.TypeA)
 	if err != nil {
 		s.Stop()
 		return nil, f, fmt.Errorf("%s: %s A: %w", s.Name, last, err)
@@ -444,7 +444,7 @@ func (w *watcher) run(ctx context.Context) error {
 // over a socket of its own.
 func (w *watcher) runShare(ctx context.Context, share int) error {
 	cl := &dns.Client{Net: "udp", Timeout: time.Second}
-	conn, err := cl.DialContext(ctx, w.server.addr())
+	conn, err := cl.DialContext(ctx, w.server.Addr())
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +93,17 @@ type CoreDNSOptions struct {
 	SkipReady bool
 	// Output, when not nil, also receives CoreDNS's stdout and stderr.
 	Output io.Writer
+	// Wrap runs CoreDNS through a command that execs it, e.g. taskset -c 0,
+	// so that the process is still CoreDNS's own.
+	Wrap []string
+	// Env is added to this process's environment for CoreDNS.
+	Env []string
+	// ReadyURL is the ready plugin's endpoint of a Corefile from the
+	// Corefile option, to wait for as for a generated one.
+	ReadyURL string
+	// ReadyWithin bounds the wait for answers and for ready; 30 and 60
+	// seconds when 0.
+	ReadyWithin time.Duration
 }
 
 // CoreDNS is a running CoreDNS process.
@@ -100,6 +113,10 @@ type CoreDNS struct {
 	Corefile string
 	// ReadyURL is the ready plugin's endpoint, empty without it.
 	ReadyURL string
+	// Started is when the process was started, and ReadyIn how long it
+	// then took to answer and be ready.
+	Started time.Time
+	ReadyIn time.Duration
 
 	cmd  *exec.Cmd
 	out  *syncBuffer
@@ -141,6 +158,7 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	c := &CoreDNS{Bin: bin, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
+		c.ReadyURL = opts.ReadyURL
 	} else {
 		readyPort := 0
 		if hasPlugin(bin, "ready") && !opts.SkipReady {
@@ -155,8 +173,10 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	if err := os.WriteFile(conf, []byte(c.Corefile), 0o644); err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(bin, "-conf", conf)
+	argv := append(slices.Clone(opts.Wrap), bin, "-conf", conf)
+	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Dir = dir
+	c.cmd.Env = append(os.Environ(), opts.Env...)
 	var w io.Writer = c.out
 	if opts.Output != nil {
 		w = io.MultiWriter(c.out, opts.Output)
@@ -165,6 +185,7 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	// Its own process group, so a terminal's Ctrl-C reaches only our
 	// process, which then stops CoreDNS; and killed should we die first.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.Started = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -173,16 +194,18 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		c.err = c.cmd.Wait()
 		close(c.done)
 	}()
-	if err := c.waitServing(30 * time.Second); err != nil {
+	if err := c.waitServing(cmp.Or(opts.ReadyWithin, 30*time.Second)); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
 	}
 	if c.ReadyURL != "" {
-		if err := c.waitReady(60 * time.Second); err != nil {
+		within := cmp.Or(opts.ReadyWithin, 60*time.Second)
+		if err := c.waitReady(within); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
 		}
 	}
+	c.ReadyIn = time.Since(c.Started)
 	return c, nil
 }
 
@@ -269,9 +292,11 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 	})
 }
 
+// waitReady polls the ready plugin every 10 ms, so that ReadyIn can be
+// read as a measurement.
 func (c *CoreDNS) waitReady(within time.Duration) error {
 	cl := &http.Client{Timeout: time.Second}
-	return Poll(within, func() error {
+	return pollEvery(within, 10*time.Millisecond, func() error {
 		if err := c.exited(); err != nil {
 			return Permanent(err)
 		}
@@ -287,6 +312,9 @@ func (c *CoreDNS) waitReady(within time.Duration) error {
 		return nil
 	})
 }
+
+// PID is CoreDNS's process ID.
+func (c *CoreDNS) PID() int { return c.cmd.Process.Pid }
 
 // Addr is CoreDNS's DNS address.
 func (c *CoreDNS) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)) }

@@ -29,14 +29,20 @@ func Eventually(t testing.TB, within time.Duration, f func() error) {
 
 // Poll calls f until it returns nil or within has passed, and returns f's
 // last error then; for code that has no testing.TB.
-func Poll(within time.Duration, f func() error) error {
+func Poll(within time.Duration, f func() error) error { return pollEvery(within, PollInterval, f) }
+
+func pollEvery(within, interval time.Duration, f func() error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	return pollUntil(ctx, f)
+	return pollUntilEvery(ctx, interval, f)
 }
 
 func pollUntil(ctx context.Context, f func() error) error {
-	tick := time.NewTicker(PollInterval)
+	return pollUntilEvery(ctx, PollInterval, f)
+}
+
+func pollUntilEvery(ctx context.Context, interval time.Duration, f func() error) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		err := f()
