@@ -1,6 +1,11 @@
 package main
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+
+	v1alpha2api "github.com/clustersetdns/multicluster/apis/v1alpha2"
+
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -81,37 +86,36 @@ func (s shape) gvr() schema.GroupVersionResource {
 	return harness.ServiceImports(string(s))
 }
 
-// serviceImport builds an import in this shape.
+// serviceImport builds an import in this shape, from the API's Go types.
 func (s shape) serviceImport(ns, name, typ string, ips []string, clusters int) *unstructured.Unstructured {
-	ports := []any{map[string]any{"name": portName, "protocol": "TCP", "port": int64(portNumber)}}
-	fields := map[string]any{"type": typ, "ports": ports}
-	if len(ips) > 0 {
-		l := make([]any, len(ips))
-		for i, ip := range ips {
-			l[i] = ip
-		}
-		fields["ips"] = l
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "multicluster.x-k8s.io/" + string(s),
-		"kind":       "ServiceImport",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-	}}
+	meta := metav1.ObjectMeta{Name: name, Namespace: ns}
+	var obj runtime.Object
 	if s == v1alpha1 {
 		// v1alpha1 keeps the clusters in status, a subresource that a
 		// create ignores; the kubernetes plugin does not read them.
-		u.Object["spec"] = fields
-		return u
+		obj = &mcsv1alpha1.ServiceImport{
+			TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1alpha1.SchemeGroupVersion.String(), Kind: "ServiceImport"},
+			ObjectMeta: meta,
+			Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ServiceImportType(typ), IPs: ips,
+				Ports: []mcsv1alpha1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: portNumber}}},
+		}
+	} else {
+		im := &v1alpha2api.ServiceImport{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2api.SchemeGroupVersion.String(), Kind: "ServiceImport"},
+			ObjectMeta: meta,
+			Type:       v1alpha2api.ServiceImportType(typ), IPs: ips,
+			Ports: []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: portNumber}},
+		}
+		for c := range clusters {
+			im.Clusters = append(im.Clusters, v1alpha2api.ClusterStatus{Cluster: clusterID(c)})
+		}
+		obj = im
 	}
-	cl := make([]any, clusters)
-	for c := range clusters {
-		cl[c] = map[string]any{"cluster": clusterID(c)}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err) // the types above always convert
 	}
-	fields["clusters"] = cl
-	for k, v := range fields {
-		u.Object[k] = v
-	}
-	return u
+	return &unstructured.Unstructured{Object: m}
 }
 
 // ipsPatch is a merge patch that sets the import's ips in this shape.

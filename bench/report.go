@@ -1,6 +1,8 @@
 package main
 
 import (
+	"text/tabwriter"
+
 	"github.com/prometheus/procfs"
 
 	"fmt"
@@ -68,13 +70,16 @@ func (r *report) stat(server, mixKey string, metric func(perfResult) float64) (m
 	if len(v) == 0 {
 		return 0, 0, 0, 0
 	}
+	return median(v), slices.Min(v), slices.Max(v), len(v)
+}
+
+// median of v (the mean of the middle two for an even count); it sorts v.
+func median(v []float64) float64 {
 	slices.Sort(v)
 	if len(v)%2 == 1 {
-		med = v[len(v)/2]
-	} else {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return v[len(v)/2]
 	}
-	return med, v[0], v[len(v)-1], len(v)
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func qpsOf(x perfResult) float64    { return x.QPS }
@@ -181,11 +186,7 @@ func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float6
 	if len(ratios) == 0 {
 		return "-"
 	}
-	slices.Sort(ratios)
-	med := ratios[len(ratios)/2]
-	if len(ratios)%2 == 0 {
-		med = (ratios[len(ratios)/2-1] + med) / 2
-	}
+	med := median(ratios)
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", med, ratios[0], ratios[len(ratios)-1])
 }
 
@@ -200,6 +201,58 @@ const (
 	perCPUTitle = "QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU"
 )
 
+// section is one table of the report: its title (none for a table that
+// follows the one before), a sentence before it, its rows (the first the
+// header), and lines after it.
+type section struct {
+	title, intro string
+	rows         [][]string
+	notes        []string
+	warnings     []string
+}
+
+// sections are the report's tables, in order; the terminal and Markdown
+// render the same ones, and everyRun adds the table of every run.
+func (r *report) sections(everyRun bool) []section {
+	var out []section
+	if len(r.results) > 0 {
+		out = append(out,
+			section{title: qpsTitle, intro: r.runLine(), rows: append([][]string{header}, r.rows(qpsOf)...)},
+			section{title: perCPUTitle, rows: append([][]string{header}, r.rows(perCPUOf)...)},
+			section{title: "per server and mix, over all rounds", rows: r.detailRows(), warnings: r.warnings()})
+		if everyRun {
+			rows := [][]string{{"round", "mix", "server", "QPS", "per CPU-second", "server CPU", "others on its CPU", "lost", "non-NOERROR", "avg latency"}}
+			for _, x := range r.results {
+				rows = append(rows, []string{fmt.Sprint(x.Round), x.Mix, x.Server, fmt.Sprintf("%.0f", x.QPS), fmt.Sprintf("%.0f", x.PerCPU()),
+					fmt.Sprintf("%.0f%%", x.ServerCPU*100), fmt.Sprintf("%.0f%%", x.OtherCPU*100), fmt.Sprint(x.Lost),
+					fmt.Sprint(x.NonNoError()), fmt.Sprintf("%.1f ms", x.AvgLatency*1000)})
+			}
+			out = append(out, section{title: "every run", rows: rows})
+		}
+	}
+	if len(r.footprints) > 0 {
+		var loads []string
+		for _, l := range r.loads {
+			loads = append(loads, l.String())
+		}
+		out = append(out, section{title: footprintTitle, rows: r.footprintRows()})
+		if rows := r.footprintRatioRows(); len(rows) > 1 {
+			out = append(out, section{title: ratioTitle, rows: rows})
+		}
+		out[len(out)-1].notes = loads
+	}
+	if len(r.props) > 0 {
+		out = append(out, section{title: r.propTitle(), rows: r.propRows()})
+		if rows := r.churnRows(); len(rows) > 1 {
+			out = append(out, section{title: churnTitle, rows: rows})
+		}
+	}
+	if len(r.replicas) > 0 {
+		out = append(out, section{title: replicasTitle, rows: r.replicaRows()})
+	}
+	return out
+}
+
 // String renders the report as plain text for the terminal.
 func (r *report) String() string {
 	var b strings.Builder
@@ -207,43 +260,53 @@ func (r *report) String() string {
 	for _, h := range r.host {
 		fmt.Fprintf(&b, "   %s\n", h)
 	}
-	if len(r.results) > 0 {
-		fmt.Fprintf(&b, "\n%s\n", r.runLine())
-		fmt.Fprintf(&b, "\n%s:\n", qpsTitle)
-		b.WriteString(table(append([][]string{header}, r.rows(qpsOf)...)))
-		fmt.Fprintf(&b, "\n%s:\n", perCPUTitle)
-		b.WriteString(table(append([][]string{header}, r.rows(perCPUOf)...)))
-		b.WriteString("\nper server and mix, over all rounds:\n")
-		b.WriteString(table(r.detailRows()))
-		for _, w := range r.warnings() {
+	for _, s := range r.sections(false) {
+		if s.intro != "" {
+			fmt.Fprintf(&b, "\n%s\n", s.intro)
+		}
+		fmt.Fprintf(&b, "\n%s:\n", s.title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, row := range s.rows {
+			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+		}
+		tw.Flush()
+		for _, w := range s.warnings {
 			fmt.Fprintf(&b, "  WARNING: %s\n", w)
 		}
-	}
-	if len(r.footprints) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n", footprintTitle)
-		b.WriteString(table(r.footprintRows()))
-		if rows := r.footprintRatioRows(); len(rows) > 1 {
-			fmt.Fprintf(&b, "\n%s:\n", ratioTitle)
-			b.WriteString(table(rows))
+		for _, n := range s.notes {
+			fmt.Fprintf(&b, "  %s\n", n)
 		}
-		for _, l := range r.loads {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-	}
-	if len(r.props) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n", r.propTitle())
-		b.WriteString(table(r.propRows()))
-		if rows := r.churnRows(); len(rows) > 1 {
-			fmt.Fprintf(&b, "\n%s:\n", churnTitle)
-			b.WriteString(table(rows))
-		}
-	}
-	if len(r.replicas) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n", replicasTitle)
-		b.WriteString(table(r.replicaRows()))
 	}
 	return b.String()
 }
+
+// Markdown renders the report for docs/benchmarks.md.
+func (r *report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"),
+		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
+	for _, s := range r.sections(true) {
+		if s.intro != "" {
+			fmt.Fprintf(&b, "\n%s.\n", capitalize(s.intro))
+		}
+		fmt.Fprintf(&b, "\n%s:\n\n", capitalize(s.title))
+		for i, row := range s.rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+			if i == 0 {
+				b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
+			}
+		}
+		for _, w := range s.warnings {
+			fmt.Fprintf(&b, "\n**Warning:** %s\n", w)
+		}
+		for _, n := range s.notes {
+			fmt.Fprintf(&b, "\n%s.\n", capitalize(n))
+		}
+	}
+	return b.String()
+}
+
+func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 func (r *report) detailRows() [][]string {
 	rows := [][]string{{"mix", "server", "runs", "queries sent", "lost", "non-NOERROR", "avg response", "server CPU (mean)", "others on its CPU (mean)"}}
@@ -415,93 +478,4 @@ func (r *report) replicaRows() [][]string {
 			fmt.Sprintf("%.1f CPU-s", x.APICPU), mib(x.APIBefore), mib(x.APIPeak), mib(x.APIPeak - x.APIBefore)})
 	}
 	return rows
-}
-
-// table aligns rows of cells into columns.
-func table(rows [][]string) string {
-	width := map[int]int{}
-	for _, row := range rows {
-		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	var b strings.Builder
-	for _, row := range rows {
-		b.WriteString("  ")
-		for i, c := range row {
-			pad := width[i] - len([]rune(c))
-			b.WriteString(c)
-			if i < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", pad+2))
-			}
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-// mdTable renders rows as a Markdown table, the first row the header.
-func mdTable(rows [][]string) string {
-	var b strings.Builder
-	for i, row := range rows {
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		if i == 0 {
-			b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
-		}
-	}
-	return b.String()
-}
-
-// Markdown renders the report for docs/benchmarks.md.
-func (r *report) Markdown() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s (%.0f s in all) on this machine: %s; %s.\n\n", r.started.Format("2006-01-02 15:04 MST"),
-		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
-	if len(r.results) > 0 {
-		fmt.Fprintf(&b, "%s.\n\n", strings.ToUpper(r.runLine()[:1])+r.runLine()[1:])
-		fmt.Fprintf(&b, "%s:\n\n", qpsTitle)
-		b.WriteString(mdTable(append([][]string{header}, r.rows(qpsOf)...)))
-		fmt.Fprintf(&b, "\n%s:\n\n", perCPUTitle)
-		b.WriteString(mdTable(append([][]string{header}, r.rows(perCPUOf)...)))
-		b.WriteString("\n")
-		b.WriteString(mdTable(r.detailRows()))
-		for _, w := range r.warnings() {
-			fmt.Fprintf(&b, "\n**Warning:** %s\n", w)
-		}
-	}
-	if len(r.results) > 0 {
-		b.WriteString("\nEvery run:\n\n")
-		rows := [][]string{{"round", "mix", "server", "QPS", "per CPU-second", "server CPU", "others on its CPU", "lost", "non-NOERROR", "avg latency"}}
-		for _, x := range r.results {
-			rows = append(rows, []string{fmt.Sprint(x.Round), x.Mix, x.Server, fmt.Sprintf("%.0f", x.QPS), fmt.Sprintf("%.0f", x.PerCPU()),
-				fmt.Sprintf("%.0f%%", x.ServerCPU*100), fmt.Sprintf("%.0f%%", x.OtherCPU*100), fmt.Sprint(x.Lost),
-				fmt.Sprint(x.NonNoError()), fmt.Sprintf("%.1f ms", x.AvgLatency*1000)})
-		}
-		b.WriteString(mdTable(rows))
-	}
-	if len(r.footprints) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(footprintTitle[:1])+footprintTitle[1:])
-		b.WriteString(mdTable(r.footprintRows()))
-		if rows := r.footprintRatioRows(); len(rows) > 1 {
-			fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(ratioTitle[:1])+ratioTitle[1:])
-			b.WriteString(mdTable(rows))
-		}
-		for _, l := range r.loads {
-			fmt.Fprintf(&b, "\n%s.\n", strings.ToUpper(l.String()[:1])+l.String()[1:])
-		}
-	}
-	if len(r.props) > 0 {
-		t := r.propTitle()
-		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(t[:1])+t[1:])
-		b.WriteString(mdTable(r.propRows()))
-		if rows := r.churnRows(); len(rows) > 1 {
-			fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(churnTitle[:1])+churnTitle[1:])
-			b.WriteString(mdTable(rows))
-		}
-	}
-	if len(r.replicas) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n\n", strings.ToUpper(replicasTitle[:1])+replicasTitle[1:])
-		b.WriteString(mdTable(r.replicaRows()))
-	}
-	return b.String()
 }
