@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,7 +241,7 @@ func (c *Controller) newView(sh *shape, version string) *view {
 	records := newRecordStore(func(u *unstructured.Unstructured) *Import { return sh.read(u, version) },
 		func(k string, old, cur *Import) {
 			if cur == nil {
-				sh.reported.forget(old.objectKey())
+				sh.reported.forget(k)
 			} else {
 				c.reportWrite(sh.reported, kind, cur)
 			}
@@ -485,10 +484,7 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			// Forget the reports of objects the new view does not hold:
 			// deleted while it started, and the old view stopped before
 			// it delivered the delete.
-			sh.reported.keepOnly(func(k string) bool {
-				ns, name, _ := strings.Cut(k, "/")
-				return v.records.get(key(ns, name)) != nil
-			})
+			sh.reported.keepOnly(func(k string) bool { return v.records.get(k) != nil })
 		}
 		if sh.active == nil && sh.starting == nil {
 			sh.reported.keepOnly(nil) // the shape is not read: nothing of it to remember

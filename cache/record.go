@@ -125,7 +125,7 @@ func (m *Meta) GetObjectMeta() metav1.Object {
 }
 
 // objectKey is the object's key as client-go's stores have it,
-// "<namespace>/<name>", which reportedWrites keeps.
+// "<namespace>/<name>": the EndpointSlice informer's.
 func (m *Meta) objectKey() string { return m.Namespace + "/" + m.Name }
 
 // key returns the index key of a service: "<name>.<namespace>", the exact

@@ -27,7 +27,7 @@ import (
 // the same writes, and each write is reported by whichever comes first.
 type reportedWrites struct {
 	mu sync.Mutex
-	at map[string]string // object key ("namespace/name") → resourceVersion reported
+	at map[string]string // the object's key in its store → resourceVersion reported
 }
 
 func newReportedWrites() *reportedWrites { return &reportedWrites{at: map[string]string{}} }
@@ -83,18 +83,21 @@ func (w *reportedWrites) size() int {
 func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	var meta *Meta
 	var problems []string
+	var k string // the object's key in its store
 	switch r := obj.(type) {
 	case *Import:
 		meta, problems = &r.Meta, r.Problems()
+		k = key(meta.Namespace, meta.Name) // a view's records: "<name>.<namespace>"
 	case *Slice:
 		meta, problems = &r.Meta, r.Problems
+		k = meta.objectKey() // the informer's, which forgetDeleted gets from a tombstone
 	default:
 		return
 	}
 	if !c.answers(meta.Namespace) {
 		return
 	}
-	if w.note(meta.objectKey(), meta.ResourceVersion, len(problems) > 0) {
+	if w.note(k, meta.ResourceVersion, len(problems) > 0) {
 		c.report(kind, meta.Namespace, meta.Name, problems)
 	}
 }

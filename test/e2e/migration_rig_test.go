@@ -460,14 +460,20 @@ func (r *migRig) probe() {
 	})
 }
 
-// settle keeps the probe querying long enough for the plugin to act on a
-// change (discovery follows a CRD change within a second or so), so the
-// probe covers the transition.
+// settle logs a step of the migration and keeps the probe querying through
+// probeWindow after it.
 func (r *migRig) settle(what string) {
 	r.t.Helper()
 	r.logf("%s", what)
-	time.Sleep(3 * time.Second)
+	time.Sleep(probeWindow)
 }
+
+// probeWindow is how long a migration test keeps querying after each step
+// before the next: the plugin's discovery (every 2 s) acts on a CRD change
+// within it, so the probe's lookups cover the transition. The probe fails
+// the test on any failed lookup; the window only gives a failure the time
+// to happen, and no assertion waits on it.
+const probeWindow = 3 * time.Second
 
 // report stops the probe and fails the test on any failed lookup.
 func (r *migRig) report() {

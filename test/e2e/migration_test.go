@@ -145,10 +145,8 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 		}
 	}()
 	settle := func(what string) {
-		// Keep querying long enough for the plugin's discovery (every 2s) to
-		// act, so the probe covers the transition.
 		t.Logf("migration: %s", what)
-		time.Sleep(3 * time.Second)
+		time.Sleep(probeWindow)
 	}
 
 	// v1alpha2 becomes served and the storage version; v1alpha1 stays served.
