@@ -5,6 +5,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	v1alpha2api "github.com/clustersetdns/multicluster/apis/v1alpha2"
+	"github.com/clustersetdns/multicluster/cache"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -83,7 +84,7 @@ const (
 )
 
 func (s shape) gvr() schema.GroupVersionResource {
-	return harness.ServiceImports(string(s))
+	return cache.ServiceImports(string(s))
 }
 
 // serviceImport builds an import in this shape, from the API's Go types.

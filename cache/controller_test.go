@@ -21,9 +21,9 @@ import (
 )
 
 var (
-	gvr2    = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha2, Resource: "serviceimports"}
-	gvr1    = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1alpha1, Resource: "serviceimports"}
-	gvrBeta = schema.GroupVersionResource{Group: serviceImportGroup, Version: V1beta1, Resource: "serviceimports"}
+	gvr2    = ServiceImports(V1alpha2)
+	gvr1    = ServiceImports(V1alpha1)
+	gvrBeta = ServiceImports(V1beta1)
 
 	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList",
 		crdResource: "CustomResourceDefinitionList"}

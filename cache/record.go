@@ -9,13 +9,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// Labels that tie an EndpointSlice to an imported service (KEP-1645).
+// Labels that tie an EndpointSlice to an imported service (KEP-1645), as
+// sigs.k8s.io/mcs-api defines them.
 const (
-	LabelServiceName   = "multicluster.kubernetes.io/service-name"
-	LabelSourceCluster = "multicluster.kubernetes.io/source-cluster"
+	LabelServiceName   = mcsv1beta1.LabelServiceName
+	LabelSourceCluster = mcsv1beta1.LabelSourceCluster
 )
+
+// ServiceImports is the ServiceImport resource in version, named by
+// sigs.k8s.io/mcs-api's constants: the one spelling of the group and resource
+// for the plugin, its tests and the bench.
+func ServiceImports(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: mcsv1beta1.GroupName, Version: version, Resource: mcsv1beta1.ServiceImportPluralName}
+}
 
 // Versions of ServiceImport the cache reads. v1beta1 and v1alpha1 share one
 // schema, with the fields under spec and status (sigs.k8s.io/mcs-api);

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // Which ServiceImport versions the API server serves is learnt from
@@ -42,7 +43,7 @@ const (
 
 // ServiceImportCRD is the name of the CustomResourceDefinition that serves
 // ServiceImports.
-const ServiceImportCRD = "serviceimports." + serviceImportGroup
+const ServiceImportCRD = mcsv1beta1.ServiceImportPluralName + "." + mcsv1beta1.GroupName
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -50,7 +51,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // discovery lists serviceimports in the group's version.
 func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, string) (bool, error) {
 	return func(_ context.Context, version string) (bool, error) {
-		list, err := disco.ServerResourcesForGroupVersion(serviceImportGroup + "/" + version)
+		list, err := disco.ServerResourcesForGroupVersion(ServiceImports(version).GroupVersion().String())
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -58,7 +59,7 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, s
 			return false, err
 		}
 		for _, r := range list.APIResources {
-			if r.Name == "serviceimports" {
+			if r.Name == mcsv1beta1.ServiceImportPluralName {
 				return true, nil
 			}
 		}
@@ -165,7 +166,7 @@ func (c *Controller) discover(ctx context.Context) map[string]bool {
 		ok, err := c.served(ctx, v)
 		if err != nil {
 			if !c.discoErr {
-				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", serviceImportGroup, v, err)
+				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", mcsv1beta1.GroupName, v, err)
 			}
 			c.discoErr = true
 			return nil
@@ -173,7 +174,7 @@ func (c *Controller) discover(ctx context.Context) map[string]bool {
 		served[v] = ok
 	}
 	if c.discoErr {
-		c.cfg.Log.Infof("discovery of %s works again", serviceImportGroup)
+		c.cfg.Log.Infof("discovery of %s works again", mcsv1beta1.GroupName)
 	}
 	c.discoErr, c.lastSeen = false, served
 	return served
@@ -209,9 +210,16 @@ func (c *Controller) noteServed(served, read map[string]bool) {
 	none := !slices.ContainsFunc(Versions, func(v string) bool { return served[v] })
 	if none && !c.noCRD {
 		c.cfg.Log.Warningf("the API server serves no ServiceImport (%s): install the ServiceImport CRD, sigs.k8s.io/mcs-api's "+
-			"config/crd or this plugin's deploy/crds/; until it is served every service name is NXDOMAIN", serviceImportGroup)
+			"config/crd or this plugin's deploy/crds/; until it is served every service name is NXDOMAIN", mcsv1beta1.GroupName)
 	} else if !none && c.noCRD {
 		c.logf("the API server serves ServiceImports again")
 	}
 	c.noCRD = none
 }
+
+// shapeOf is the shape each version's objects have, whether read or not.
+var shapeOf = map[string]string{V1alpha2: "root", V1beta1: "spec", V1alpha1: "spec"}
+
+// readOption is the Corefile option that reads a version the default
+// configuration does not.
+var readOption = map[string]string{V1alpha1: "fallback v1alpha1"}

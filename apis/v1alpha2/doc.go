@@ -20,16 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// GroupName is the API group of ServiceImport.
-const GroupName = "multicluster.x-k8s.io"
+// GroupName is the API group of ServiceImport, sigs.k8s.io/mcs-api's.
+const GroupName = mcsv1beta1.GroupName
 
 // SchemeGroupVersion is the group and version of the types in this package.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha2"}
-
-// Resource is the ServiceImport resource in this version.
-var Resource = SchemeGroupVersion.WithResource("serviceimports")
 
 var (
 	// SchemeBuilder registers the types of this package.

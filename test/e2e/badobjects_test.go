@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -90,7 +91,7 @@ func TestBadServiceImports(t *testing.T) {
 	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
 		t.Fatal(err)
 	}
-	siV1beta1 := harness.ServiceImports("v1beta1")
+	siV1beta1 := cache.ServiceImports("v1beta1")
 	create := func(name string, spec map[string]any) {
 		t.Helper()
 		u := &unstructured.Unstructured{Object: map[string]any{

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -36,7 +36,7 @@ const (
 	confManagedBy = "mcs-controller.example.com"
 )
 
-var confImportGVR = harness.ServiceImports("v1beta1")
+var confImportGVR = cache.ServiceImports("v1beta1")
 
 // confPortsYAML are hello's ports, indented for a list under a key.
 const confPortsYAML = `

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -502,7 +502,7 @@ func TestDeployServiceImportSchema(t *testing.T) {
 	ctx, cancel := harness.Context(2 * time.Minute)
 	defer cancel()
 	version := func(e *harness.Env, v string) dynamic.ResourceInterface {
-		return e.Dynamic.Resource(harness.ServiceImports(v)).Namespace(ns)
+		return e.Dynamic.Resource(cache.ServiceImports(v)).Namespace(ns)
 	}
 	v1alpha2, v1beta1, v1alpha1 := version(env, "v1alpha2"), version(env, "v1beta1"), version(env, "v1alpha1")
 

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"context"
 	"fmt"
 	"os/exec"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 

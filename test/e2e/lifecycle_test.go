@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 

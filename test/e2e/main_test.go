@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"context"
 	"flag"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 

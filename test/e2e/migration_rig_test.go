@@ -28,6 +28,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -39,7 +40,7 @@ const migSIName = "serviceimports.multicluster.x-k8s.io"
 
 // migSI is the ServiceImport resource in a version.
 func migSI(version string) schema.GroupVersionResource {
-	return harness.ServiceImports(version)
+	return cache.ServiceImports(version)
 }
 
 // migUpstreamCRD is sigs.k8s.io/mcs-api v0.5.2's ServiceImport CRD exactly as

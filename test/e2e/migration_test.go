@@ -19,12 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 var (
-	siV1 = harness.ServiceImports("v1alpha1")
-	siV2 = harness.ServiceImports("v1alpha2")
+	siV1 = cache.ServiceImports("v1alpha1")
+	siV2 = cache.ServiceImports("v1alpha2")
 )
 
 // projectCRD is deploy/crds' ServiceImport CRD, with only the named versions

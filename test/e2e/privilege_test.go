@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -24,7 +25,7 @@ func TestTooFewPermissions(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get"}},
+			{APIGroups: []string{cache.ServiceImports("").Group}, Resources: []string{cache.ServiceImports("").Resource}, Verbs: []string{"get"}},
 		},
 	}
 	id, err := env.Identity(ctx, user, role)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -72,7 +73,7 @@ func TestPluginIdentityIsLeastPrivilege(t *testing.T) {
 		t.Errorf("list Services as %s: %v, want Forbidden", plugin.Name, err)
 	}
 	for _, v := range versions {
-		si := harness.ServiceImports(v)
+		si := cache.ServiceImports(v)
 		if _, err := dyn.Resource(si).Namespace("demo").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("get %s ServiceImport demo/web as %s: %v, want Forbidden", v, plugin.Name, err)
 		}

@@ -1,0 +1,138 @@
+package cache
+
+import "slices"
+
+// syncAll rebuilds every service known to any view, slice or answer, here
+// rather than through the queue: client-go's workqueue keeps a set of the
+// keys waiting, and a Go map never gives back the room it grew to, so a
+// queue that once held every key would keep tens of bytes per service for
+// the life of the process.
+func (c *Controller) syncAll() {
+	keys := map[string]struct{}{}
+	c.viewsMu.RLock()
+	for _, v := range c.views {
+		for _, k := range v.records.keys() { // the strings the store holds: the index will share them
+			keys[k] = struct{}{}
+		}
+	}
+	c.viewsMu.RUnlock()
+	for _, k := range c.slices.GetIndexer().ListIndexFuncValues(sliceByService) {
+		keys[k] = struct{}{}
+	}
+	c.idx.each(func(s *Service) bool {
+		keys[key(s.Namespace(), s.Name())] = struct{}{}
+		return true
+	})
+	for k := range keys {
+		c.sync(k)
+	}
+}
+
+func (c *Controller) processNext() bool {
+	k, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(k)
+	c.sync(k)
+	c.queue.Forget(k)
+	return true
+}
+
+// sync rebuilds the answers of one service from the views' records and the slices.
+func (c *Controller) sync(k string) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	prev := c.idx.get(k)
+	var im *Import
+	if ns, _ := splitKey(k); c.answers(ns) {
+		im = c.choose(k, prev)
+	}
+	var next *Service
+	if im != nil && im.HasData {
+		var sliceRecords []*Slice
+		if im.Headless {
+			objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
+			for _, o := range objs {
+				sliceRecords = append(sliceRecords, o.(*Slice))
+			}
+		}
+		if n, ok := normalize(im, sliceRecords); ok {
+			if prev != nil && prev.inputs().equal(n) {
+				if prev.rec != im {
+					// Same answers from a newer record, or from another
+					// version of the same data: no serial change.
+					next = &Service{}
+					*next = *prev
+					next.rec = im
+					c.idx.put(k, next)
+					if prev.Version() != im.Version() {
+						c.account(prev, -1)
+						c.account(next, +1)
+						c.publishStatsIfSynced()
+					}
+				}
+				return
+			}
+			next = build(im, n, c.cfg.Zones, c.cfg.TTL)
+		}
+	}
+	if prev == nil && next == nil {
+		return
+	}
+	c.idx.put(k, next)
+	c.bumpSerial()
+	c.account(prev, -1)
+	c.account(next, +1)
+	c.publishStatsIfSynced()
+}
+
+// answers reports whether the configuration answers the namespace.
+func (c *Controller) answers(namespace string) bool {
+	return len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, namespace)
+}
+
+// choose picks the record a service is answered from (chooseRecord, in
+// choose.go, says how) and reports a loss of its data once per write, not on
+// every rebuild of the service.
+func (c *Controller) choose(k string, prev *Service) *Import {
+	var buf [4]viewRecord // two shapes, each with a view in place and one starting
+	views := c.viewRecords(k, buf[:0])
+	switch verdict, at := judgeLoss(views, prev); {
+	case verdict == lost && c.lossReported[k] != at:
+		c.lossReported[k] = at
+		ns, name := splitKey(k)
+		c.report("ServiceImport", ns, name, []string{ReasonDataLost})
+	case verdict == notLost:
+		delete(c.lossReported, k)
+	}
+	return chooseRecord(views, prev)
+}
+
+// viewRecords appends to out what every view holds of the service k: the
+// answering views first, in shape order, then those starting.
+func (c *Controller) viewRecords(k string, out []viewRecord) []viewRecord {
+	held := func(v *view, role viewRole) viewRecord {
+		return viewRecord{version: v.version, role: role, record: v.records.get(k)}
+	}
+	c.viewsMu.RLock()
+	defer c.viewsMu.RUnlock()
+	for _, v := range c.views {
+		out = append(out, held(v, answering))
+	}
+	for _, sh := range c.shapes {
+		if sh.starting != nil {
+			out = append(out, held(sh.starting, starting))
+		}
+	}
+	return out
+}
+
+func splitKey(k string) (namespace, name string) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == '.' {
+			return k[i+1:], k[:i]
+		}
+	}
+	return "", k
+}

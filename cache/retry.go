@@ -1,0 +1,138 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Lists and watches wait out an unreachable API server and refused access,
+// retrying at a steady pace, and say so once per outage.
+
+// retryEvery is how often a list or watch is retried while the API server
+// cannot be reached: often enough that a restarted one is seen within half
+// a second, seldom enough (a few requests a second per replica) to be no
+// burden on it while it starts.
+const retryEvery = 500 * time.Millisecond
+
+// refusals tells a refusal that lasts from one that passes. A kube-apiserver
+// that has just started says ok on /readyz before its RBAC authorizer has
+// caught up, and for a second or two refuses requests it allows a moment
+// later: after a restart, the plugin's lists and watches are refused. An
+// identity that had access before is refused for a while only: it is tried
+// again every passingRetry, and not reported, for passingFor.
+type refusals struct {
+	granted atomic.Bool  // a request has been allowed since start
+	since   atomic.Int64 // unix nanoseconds of the first refusal since the last allowed request; 0 while allowed
+}
+
+const (
+	passingRetry = 200 * time.Millisecond
+	passingFor   = 15 * time.Second
+)
+
+// allowed records an allowed request.
+func (r *refusals) allowed() {
+	r.granted.Store(true)
+	r.since.Store(0)
+}
+
+// passing records a refusal and reports whether it is likely to pass: the
+// identity had access before and has been refused for less than passingFor.
+func (r *refusals) passing() bool {
+	now := time.Now().UnixNano()
+	r.since.CompareAndSwap(0, now)
+	return r.granted.Load() && time.Duration(now-r.since.Load()) < passingFor
+}
+
+// permission is what waitingOutErrors does when a group of watches is refused: a
+// refusal likely to pass is retried every passingRetry, unreported; one that
+// lasts is reported once, with denied, and retried every retry, until a
+// request is allowed again, which granted reports.
+type permission struct {
+	refusals
+	deniedNow atomic.Bool // a lasting refusal was reported, and nothing allowed since
+	retry     time.Duration
+	denied    func(err error)
+	granted   func(what string)
+}
+
+// waitingOutErrors makes list and watch calls wait out an unreachable API server,
+// retrying every retryEvery, instead of failing back to the informer, whose
+// exponential backoff would grow to 30s during a long outage and delay the
+// recovery by as much. A permission error is waited out as well, as access
+// says, so that missing RBAC gives one clear log line rather than a stream
+// of client-go's. Other errors the API server returns (404, 410) go to the
+// informer at once. Each outage and its end are logged once.
+func (c *Controller) waitingOutErrors(what string, access *permission, lw *toolscache.ListWatch) *toolscache.ListWatch {
+	wait := func(ctx context.Context, err error) bool {
+		if err == nil {
+			access.allowed()
+			if c.apiDown.CompareAndSwap(true, false) {
+				c.logf("the API server answers again")
+			}
+			if access.deniedNow.CompareAndSwap(true, false) {
+				access.granted(what)
+			}
+			return false
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		every := retryEvery
+		var status apierrors.APIStatus
+		switch {
+		case (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && access.passing():
+			every = passingRetry
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			if access.deniedNow.CompareAndSwap(false, true) {
+				access.denied(err)
+			}
+			every = access.retry
+		case errors.As(err, &status):
+			return false
+		default:
+			if c.apiDown.CompareAndSwap(false, true) {
+				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(every):
+			return true
+		}
+	}
+	return retrying(lw, wait)
+}
+
+// retrying calls lw's list and watch again for as long as wait, which may
+// sleep, says to after an error.
+func retrying(lw *toolscache.ListWatch, wait func(context.Context, error) bool) *toolscache.ListWatch {
+	list, watchF := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			for {
+				obj, err := list(ctx, o)
+				if !wait(ctx, err) {
+					return obj, err
+				}
+			}
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			for {
+				w, err := watchF(ctx, o)
+				if !wait(ctx, err) {
+					return w, err
+				}
+			}
+		},
+	}
+}
