@@ -203,13 +203,17 @@ func (m *Multicluster) start() error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	imports, err := cache.NewImportClient(cfg)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
 	protoCfg := rest.CopyConfig(cfg)
 	protoCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	kube, err := kubernetes.NewForConfig(protoCfg)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	ctrl := cache.New(dyn, kube, cache.Config{
+	ctrl := cache.New(dyn, imports, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
 		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})

@@ -64,11 +64,12 @@ type Controller struct {
 	// One watch per shape: each shape's view reads it through the first of
 	// its versions that the API server serves. A view answers once its
 	// first list is stored; served asks discovery.
-	dyn     dynamic.Interface
-	shapes  []*shape
-	served  func(ctx context.Context, version string) (bool, error)
-	viewsMu sync.RWMutex
-	views   []*view // the synced views of the shapes, in shape order
+	dyn      dynamic.Interface // the CRD's watch
+	siClient ImportClient
+	shapes   []*shape
+	served   func(ctx context.Context, version string) (bool, error)
+	viewsMu  sync.RWMutex
+	views    []*view // the synced views of the shapes, in shape order
 
 	crd        toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
 	crdChanged chan struct{}                  // a poke from crd's handlers to Run
@@ -99,7 +100,7 @@ type Controller struct {
 const sliceByService = "service"
 
 // New makes a controller over the given clients; Run starts it.
-func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controller {
+func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface, cfg Config) *Controller {
 	if cfg.Log == nil {
 		cfg.Log = nopLogger{}
 	}
@@ -109,6 +110,7 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		queue:        workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		imports:      map[string]int{},
 		dyn:          dyn,
+		siClient:     imports,
 		lossReported: map[string]string{},
 
 		sliceReports: newReportedWrites(),
@@ -134,11 +136,11 @@ func New(dyn dynamic.Interface, kube kubernetes.Interface, cfg Config) *Controll
 		},
 		granted: func(string) { c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes") },
 	}
-	spec := &shape{name: "spec", versions: []string{V1beta1}, read: importFromSpec, reported: newReportedWrites()}
+	spec := &shape{name: "spec", versions: []string{V1beta1}, reported: newReportedWrites()}
 	if cfg.Fallback {
 		spec.versions = append(spec.versions, V1alpha1)
 	}
-	root := &shape{name: "root", versions: []string{V1alpha2}, read: importFromRoot, reported: newReportedWrites()}
+	root := &shape{name: "root", versions: []string{V1alpha2}, reported: newReportedWrites()}
 	c.shapes = []*shape{root, spec}
 	c.served = discoveryServed(kube.Discovery())
 	c.crd = c.newCRDWatch()

@@ -154,7 +154,7 @@ func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Obj
 	if hook != nil {
 		hook(e)
 	}
-	e.c = New(e.dyn, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
+	e.c = New(e.dyn, fakeImports{e.dyn}, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
 		OnSkip:   func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() },
 		OnUnread: func(v string, unread bool) { e.mu.Lock(); e.unread[v] = unread; e.mu.Unlock() },
 		Log:      e})
@@ -509,7 +509,7 @@ func TestControllerNamespacesFilter(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		listKinds,
 		v2("a", "web", "1", "ClusterSetIP", "10.0.0.1"), v2("b", "web", "1", "ClusterSetIP", "10.0.0.2"))
-	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}}))
+	c := runSynced(t, New(dyn, fakeImports{dyn}, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: []string{"a"}}))
 	if c.Lookup("web.a") == nil || c.Lookup("web.b") != nil {
 		t.Errorf("namespaces filter: a=%v b=%v", c.Lookup("web.a") != nil, c.Lookup("web.b") != nil)
 	}
@@ -585,7 +585,7 @@ func TestControllerLabelSelector(t *testing.T) {
 	prod.SetLabels(map[string]string{"env": "prod"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		listKinds, prod, v2("a", "test", "1", "ClusterSetIP", "10.0.0.2"))
-	c := runSynced(t, New(dyn, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"}))
+	c := runSynced(t, New(dyn, fakeImports{dyn}, kubefake.NewClientset(), Config{Zones: []string{"clusterset.local."}, TTL: 5, Labels: "env=prod"}))
 	if c.Lookup("web.a") == nil || c.Lookup("test.a") != nil {
 		t.Errorf("labels filter: web=%v test=%v", c.Lookup("web.a") != nil, c.Lookup("test.a") != nil)
 	}

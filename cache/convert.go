@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/clustersetdns/multicluster/apis/v1alpha2"
@@ -37,111 +35,10 @@ const (
 	ReasonBadServiceName = "bad_service_name"
 )
 
-// importFromRoot makes the slim record of a view in the root shape
-// (v1alpha2), whose fields are at the object's root.
-func importFromRoot(u *unstructured.Unstructured, version string) *Import {
-	return importFrom(u, version, u.Object)
-}
-
-// importFromSpec makes the slim record of a view in the spec shape (v1beta1
-// and v1alpha1, sigs.k8s.io/mcs-api's types), whose fields are under spec.
-func importFromSpec(u *unstructured.Unstructured, version string) *Import {
-	spec, ok := u.Object["spec"].(map[string]any)
-	if _, present := u.Object["spec"]; present && !ok {
-		im := newImport(u, version)
-		im.addProblem(ReasonDecode)
-		return im
-	}
-	return importFrom(u, version, spec)
-}
-
-// importFrom reads type, ips and ports from fields, the part of the object
-// that holds them in its version. It reads the few fields it needs straight
-// from the decoded JSON: the reflection of runtime.DefaultUnstructuredConverter
-// cost more than everything else done per object at start-up. A field of the
-// wrong JSON type makes the whole view unusable, as a failed decode would.
-func importFrom(u *unstructured.Unstructured, version string, fields map[string]any) *Import {
-	im := newImport(u, version)
-	typ, ok1 := optional[string](fields["type"])
-	ips, ok2 := stringList(fields["ips"])
-	ports, ok3 := portList(fields["ports"])
-	if !ok1 || !ok2 || !ok3 {
-		im.addProblem(ReasonDecode)
-		return im
-	}
-	readShared(im, typ, ips, ports)
-	return im
-}
-
-// optional returns v as a T; a missing (nil) v is T's zero value.
-func optional[T any](v any) (T, bool) {
-	if v == nil {
-		var zero T
-		return zero, true
-	}
-	t, ok := v.(T)
-	return t, ok
-}
-
-func stringList(v any) ([]string, bool) {
-	list, ok := optional[[]any](v)
-	if !ok {
-		return nil, false
-	}
-	out := make([]string, len(list))
-	for i, e := range list {
-		if out[i], ok = e.(string); !ok {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-func portList(v any) ([]rawPort, bool) {
-	list, ok := optional[[]any](v)
-	if !ok {
-		return nil, false
-	}
-	out := make([]rawPort, len(list))
-	for i, e := range list {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		name, ok1 := optional[string](m["name"])
-		proto, ok2 := optional[string](m["protocol"])
-		port, ok3 := integer(m["port"])
-		if !ok1 || !ok2 || !ok3 {
-			return nil, false
-		}
-		out[i] = rawPort{name, corev1.Protocol(proto), port}
-	}
-	return out, true
-}
-
-// integer reads a JSON number that is a whole number; missing is 0.
-func integer(v any) (int64, bool) {
-	switch n := v.(type) {
-	case nil:
-		return 0, true
-	case int64:
-		return n, true
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n), true
-		}
-	}
-	return 0, false
-}
-
 // intern returns the one copy of s the process keeps: a namespace, a port
 // name or a cluster name is held by many records, and each decoded object
 // brings its own copy.
 func intern(s string) string { return unique.Make(s).Value() }
-
-func newImport(u *unstructured.Unstructured, version string) *Import {
-	return newRecord(Meta{Namespace: intern(u.GetNamespace()), Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}, version)
-}
 
 type rawPort struct {
 	name  string

@@ -227,10 +227,6 @@ func TestImportReaderWrongShapes(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// The readers of the two versions most tests use.
-func importFromV1alpha2(u *unstructured.Unstructured) *Import { return importFromRoot(u, V1alpha2) }
-func importFromV1alpha1(u *unstructured.Unstructured) *Import { return importFromSpec(u, V1alpha1) }
-
 // Records of different objects share what is alike in them: the namespace,
 // the list of ports, the cluster name. They are never modified, so sharing
 // is safe, and a hundred thousand imports do not each hold a copy.
@@ -240,7 +236,7 @@ func TestRecordsShareWhatIsAlike(t *testing.T) {
 		ns := string([]byte("ns-1")) // a copy of its own, as each decoded object has
 		return withFields(v2(ns, name, "1", "ClusterSetIP", "10.0.0.1"), map[string]any{"ports": http()})
 	}
-	a, b := importFromRoot(obj("a"), V1alpha2), importFromRoot(obj("b"), V1alpha2)
+	a, b := readUnstructured(obj("a"), V1alpha2), readUnstructured(obj("b"), V1alpha2)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("each record has its own copy of the namespace")
 	}
@@ -249,7 +245,7 @@ func TestRecordsShareWhatIsAlike(t *testing.T) {
 	}
 	other := withFields(v2("ns-1", "c", "1", "ClusterSetIP", "10.0.0.1"), map[string]any{"ports": ports(
 		map[string]any{"name": "http", "protocol": "UDP", "port": int64(80)})})
-	if c := importFromRoot(other, V1alpha2); c.Ports[0].Proto != "udp" || &c.Ports[0] == &a.Ports[0] {
+	if c := readUnstructured(other, V1alpha2); c.Ports[0].Proto != "udp" || &c.Ports[0] == &a.Ports[0] {
 		t.Errorf("a different list is shared: %v", c.Ports)
 	}
 	s1 := sliceFrom(mcSlice("ns-1", "s1", "svc", string([]byte("west")), "10.0.0.1"))

@@ -75,7 +75,7 @@ func liveHeap() uint64 {
 func BenchmarkRebuildOne(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), kubefake.NewClientset(),
+			c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), nil, kubefake.NewClientset(),
 				Config{Zones: []string{"clusterset.local."}, TTL: 5})
 			v := c.newView(c.shapes[0], V1alpha2)
 			c.views = []*view{v}
@@ -109,19 +109,6 @@ func BenchmarkRebuildOne(b *testing.B) {
 				b.Fatalf("after the last change: %v", got)
 			}
 		})
-	}
-}
-
-// BenchmarkImportFromV1alpha2 is the informer transform of one typical
-// ClusterSetIP import: what the controller adds to client-go's decoding
-// for each object it lists or watches.
-func BenchmarkImportFromV1alpha2(b *testing.B) {
-	u := v2("ns-01", "svc-00001", "1", "ClusterSetIP", "10.0.0.1")
-	b.ReportAllocs()
-	for range b.N {
-		if im := importFromV1alpha2(u); !im.HasData {
-			b.Fatal("no data")
-		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -23,7 +22,7 @@ import (
 // It implements client-go's Store, and TransformingStore so that a streaming
 // list (WatchList) keeps records, not whole objects, until it is complete.
 type recordStore struct {
-	read func(*unstructured.Unstructured) *Import
+	read func(obj any) (*Import, bool) // the record of an object of the view's type
 	// changed is called after each change, outside the lock: cur is nil when
 	// the record was deleted, old when it is new.
 	changed func(k string, old, cur *Import)
@@ -33,7 +32,7 @@ type recordStore struct {
 	synced atomic.Bool // the first list is stored, and its changes told
 }
 
-func newRecordStore(read func(*unstructured.Unstructured) *Import, changed func(k string, old, cur *Import)) *recordStore {
+func newRecordStore(read func(obj any) (*Import, bool), changed func(k string, old, cur *Import)) *recordStore {
 	return &recordStore{read: read, changed: changed, m: map[string]*Import{}}
 }
 
@@ -42,11 +41,11 @@ var _ toolscache.TransformingStore = (*recordStore)(nil)
 // record is the record of obj: an object from a watch or a list, or a record
 // the streaming list has already made.
 func (s *recordStore) record(obj any) (*Import, error) {
-	switch o := obj.(type) {
-	case *Import:
-		return o, nil
-	case *unstructured.Unstructured:
-		return s.read(o), nil
+	if im, ok := obj.(*Import); ok {
+		return im, nil
+	}
+	if im, ok := s.read(obj); ok {
+		return im, nil
 	}
 	return nil, fmt.Errorf("a ServiceImport store cannot hold a %T", obj)
 }

@@ -13,7 +13,12 @@ import (
 // what changed: new, updated (another resourceVersion) or gone.
 func TestRecordStoreTellsChanges(t *testing.T) {
 	var told []string
-	s := newRecordStore(func(u *unstructured.Unstructured) *Import { return importFromRoot(u, V1alpha2) },
+	s := newRecordStore(func(obj any) (*Import, bool) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return readUnstructured(u, V1alpha2), true
+		}
+		return nil, false
+	},
 		func(k string, old, cur *Import) {
 			switch {
 			case old == nil:

@@ -77,7 +77,7 @@ func startReportRig(t *testing.T, namespaces []string, objs ...runtime.Object) *
 		return true, w, nil
 	})
 	r.kube = kubefake.NewClientset(kubeObjs...)
-	r.c = New(r.dyn, r.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: namespaces, Log: r,
+	r.c = New(r.dyn, fakeImports{r.dyn}, r.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: namespaces, Log: r,
 		OnSkip: func(string, string) { r.mu.Lock(); r.skips++; r.mu.Unlock() }})
 	r.c.served = func(_ context.Context, v string) (bool, error) { return v == V1alpha2, nil }
 	ctx, cancel := context.WithCancel(context.Background())

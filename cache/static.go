@@ -45,11 +45,13 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 		gvk := u.GroupVersionKind()
 		switch {
 		case gvk.Group == mcsv1beta1.GroupName && gvk.Kind == "ServiceImport" && slices.Contains(Versions, gvk.Version):
-			var im *Import
-			if gvk.Version == V1alpha2 {
-				im = importFromRoot(u, V1alpha2)
-			} else {
-				im = importFromSpec(u, gvk.Version)
+			data, err := u.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			im, err := readJSON(gvk.Version, data)
+			if err != nil {
+				return nil, fmt.Errorf("ServiceImport %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 			}
 			k := key(im.Namespace, im.Name)
 			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version() == V1alpha2) {

@@ -201,7 +201,7 @@ func TestControllerLogsMissingCRD(t *testing.T) {
 // When one view replaces another, the new one may not have seen the newest
 // write yet: the answer never goes back to older data.
 func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
-	c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), kubefake.NewClientset(),
+	c := New(dynamicfake.NewSimpleDynamicClient(k8sruntime.NewScheme()), nil, kubefake.NewClientset(),
 		Config{Zones: []string{"clusterset.local."}, TTL: 5})
 	old, next := c.newView(c.shapes[1], V1alpha1), c.newView(c.shapes[1], V1beta1)
 	im := func(version, rv, ip string) *Import {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,8 +19,7 @@ import (
 // it read alike, so one view, through the first of them served, is enough.
 type shape struct {
 	name     string
-	versions []string // the versions that read it, preferred first
-	read     func(u *unstructured.Unstructured, version string) *Import
+	versions []string        // the versions that read it, preferred first
 	active   *view           // synced and answering
 	starting *view           // started, not synced yet: replaces active once synced
 	reported *reportedWrites // the writes whose problems a view of this shape reported
@@ -41,20 +39,19 @@ type view struct {
 func (v *view) synced() bool { return v.records.synced.Load() }
 
 func (c *Controller) newView(sh *shape, version string) *view {
-	gvr := ServiceImports(version)
-	res := c.dyn.Resource(gvr)
+	tv := typedVersions[version]
 	kind := "ServiceImport " + version
 	lw := toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("ServiceImports "+version, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
-			return res.Namespace(metav1.NamespaceAll).List(ctx, o)
+			return c.siClient.List(ctx, version, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = c.cfg.Labels
-			return res.Namespace(metav1.NamespaceAll).Watch(ctx, o)
+			return c.siClient.Watch(ctx, version, o)
 		},
-	}), c.dyn)
-	records := newRecordStore(func(u *unstructured.Unstructured) *Import { return sh.read(u, version) },
+	}), c.siClient)
+	records := newRecordStore(tv.read,
 		func(k string, old, cur *Import) {
 			if cur == nil {
 				sh.reported.forget(k)
@@ -63,7 +60,7 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			}
 			c.enqueue(k)
 		})
-	r := toolscache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, records, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
+	r := toolscache.NewReflectorWithOptions(lw, tv.example, records, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
 	return &view{version: version, records: records, reflector: r}
 }
 

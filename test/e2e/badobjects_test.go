@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -135,6 +136,67 @@ func TestBadServiceImports(t *testing.T) {
 	for _, reason := range []string{"bad_ip", "extra_ip", "no_ips", "headless_with_ips", "bad_port_name", "bad_port", "duplicate_port"} {
 		if !strings.Contains(c.Output(), ": "+reason+": ") {
 			t.Errorf("no log line for %s", reason)
+		}
+	}
+	if strings.Contains(c.Output(), "panic") {
+		t.Errorf("panic:\n%s", c.Output())
+	}
+}
+
+// ServiceImports that do not fit their version's Go type, which only a CRD
+// of another schema lets the API server hold: here v1beta1 keeps any spec.
+// The plugin decodes each object on its own (cache/typed.go), so the ones
+// that do not decode are left out, logged as decode_error, and every other
+// object is answered: listed at start, and watched after a bad one.
+func TestUndecodableServiceImports(t *testing.T) {
+	crd := projectCRD(t, "v1beta1")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{
+		Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = menv.Stop() })
+	ctx, cancel := harness.Context(3 * time.Minute)
+	defer cancel()
+	id, err := menv.PluginIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string, spec map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
+		}}
+		if _, err := menv.Dynamic.Resource(cache.ServiceImports("v1beta1")).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	good := func(ip string) map[string]any {
+		return map[string]any{"type": "ClusterSetIP", "ips": []any{ip},
+			"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}}
+	}
+	create("before", good("10.92.0.1"))
+	create("ipstring", map[string]any{"type": "ClusterSetIP", "ips": "10.92.0.2"})
+	create("portword", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.92.0.3"},
+		"ports": []any{map[string]any{"name": "http", "port": "eighty"}}})
+
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
+	eventually(t, c, n("before.bad"), "A", want{Answer: []string{a(n("before.bad"), "10.92.0.1")}})
+	create("typenumber", map[string]any{"type": int64(1), "ips": []any{"10.92.0.4"}})
+	create("after", good("10.92.0.5"))
+	eventually(t, c, n("after.bad"), "A", want{Answer: []string{a(n("after.bad"), "10.92.0.5")}})
+	for _, name := range []string{"ipstring", "portword", "typenumber"} {
+		expect(t, c, defaultTTL, n(name+".bad"), "A", nxdomain())
+	}
+	expect(t, c, defaultTTL, n("before.bad"), "A", want{Answer: []string{a(n("before.bad"), "10.92.0.1")}})
+	for _, name := range []string{"ipstring", "portword", "typenumber"} {
+		if got := strings.Count(c.Output(), "bad/"+name+": decode_error"); got != 1 {
+			t.Errorf("%s: %d decode_error log lines, want 1:\n%s", name, got, c.Output())
 		}
 	}
 	if strings.Contains(c.Output(), "panic") {
