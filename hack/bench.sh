@@ -56,7 +56,7 @@ fi
 
 hack/realenv/build.sh
 
-# Stock CoreDNS exactly as released, built once (hack/stock.sh).
+# Stock CoreDNS v1.15.0, built once (hack/stock.sh).
 stock=$(hack/stock.sh)
 
 echo "bench: building the project's CoreDNS (./cmd/coredns) and the benchmark driver"

@@ -1,5 +1,7 @@
-// Module stock pins stock CoreDNS, built exactly as released: this module
-// requires nothing else, so the build list is CoreDNS v1.15.0's own.
+// Module stock pins stock CoreDNS v1.15.0: its code exactly as released, its
+// build list CoreDNS's own but for k8s.io/api, apimachinery and client-go,
+// raised from v0.37.1 to the patch release v0.37.2 that every module of the
+// project uses (issue 14: one k8s.io version).
 // hack/bench.sh builds it with `go build -o ... github.com/coredns/coredns`.
 module github.com/clustersetdns/multicluster/bench/stock
 
@@ -203,9 +205,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.1 // indirect
-	k8s.io/apimachinery v0.37.1 // indirect
-	k8s.io/client-go v0.37.1 // indirect
+	k8s.io/api v0.37.2 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
