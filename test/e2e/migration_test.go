@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -23,10 +20,7 @@ import (
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-var (
-	siV1 = cache.ServiceImports("v1alpha1")
-	siV2 = cache.ServiceImports("v1alpha2")
-)
+var siV2 = cache.ServiceImports("v1alpha2")
 
 // projectCRD is deploy/crds' ServiceImport CRD, with only the named versions
 // served, the first of them the storage version.
@@ -55,244 +49,64 @@ func projectCRD(t testing.TB, versions ...string) *apiextensionsv1.CustomResourc
 	return crd
 }
 
-func importV1(ns, name, ip string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec": map[string]any{"type": "ClusterSetIP", "ips": []any{ip},
-			"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}},
-	}}
-}
-
 // TestMigrationFromV1alpha1 walks a ClusterSet through the whole migration on
 // a control plane of its own, under continuous queries: only v1alpha1 served,
 // v1alpha2 added as the storage version, every object rewritten through
-// v1alpha2, v1alpha1 removed from storedVersions and from the CRD, then an
-// object updated. Not one lookup may fail.
+// v1alpha2, an object written through v1alpha1 losing its fields, v1alpha1
+// removed from storedVersions and from the CRD, then an object updated. Not
+// one lookup may fail.
 func TestMigrationFromV1alpha1(t *testing.T) {
 	t.Parallel()
-	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{projectCRD(t, "v1alpha1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = menv.Stop() })
-	ctx, cancel := harness.Context(5 * time.Minute)
-	defer cancel()
-	id, err := menv.PluginIdentity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext := apiextensions.NewForConfigOrDie(menv.Config)
+	r := migStart(t, "v1alpha1 to v1alpha2", "fromv1alpha1", projectCRD(t, "v1alpha1"))
+	r.begin("v1alpha1", "v1alpha1", "fallback v1alpha1")
 
-	const ns, count = "migrate", 12
-	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	ip := func(i, gen int) string { return fmt.Sprintf("10.%d.0.%d", 60+gen, i+1) }
-	for i := range count {
-		if _, err := menv.Dynamic.Resource(siV1).Namespace(ns).Create(ctx, importV1(ns, fmt.Sprintf("svc%d", i), ip(i, 0)), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	promPort, err := harness.FreeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, "fallback v1alpha1"),
-	})
-	metric := func(name string) (float64, error) {
-		return scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort), name)
-	}
-	wantMetric := func(name string, value float64) {
-		t.Helper()
-		harness.Eventually(t, 10*time.Second, func() error {
-			v, err := metric(name)
-			if err != nil {
-				return err
-			}
-			if v != value {
-				return fmt.Errorf("%s = %v, want %v", name, v, value)
-			}
-			return nil
-		})
-	}
-	p := &prober{addr: dnsSrv.Addr(), want: map[string][]string{}}
-	for i := range count {
-		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		eventually(t, dnsSrv, name, "A", want{Answer: []string{a(name, ip(i, 0))}})
-		p.expect(name, ip(i, 0))
-	}
-
-	wantMetric(`coredns_multicluster_serviceimports{version="v1alpha1"}`, count)
-	wantMetric(`coredns_multicluster_serviceimports{version="v1alpha2"}`, 0)
-
-	pctx, stopProbe := context.WithCancel(ctx)
-	probeDone := make(chan struct{})
-	go func() { defer close(probeDone); p.run(pctx) }()
-	report := func() {
-		stopProbe()
-		<-probeDone
-		t.Logf("migration: %d lookups during the migration, %d failed", p.total.Load(), p.failed.Load())
-		fmt.Printf("migration: %d lookups during the migration, %d failed\n", p.total.Load(), p.failed.Load())
-		for _, s := range p.samples {
-			t.Error(s)
-		}
-	}
-	defer func() {
-		if pctx.Err() == nil {
-			report()
-		}
-	}()
-	settle := func(what string) {
-		t.Logf("migration: %s", what)
-		time.Sleep(probeWindow)
-	}
+	r.probe()
+	r.settle("only v1alpha1 served, objects written through it")
 
 	// v1alpha2 becomes served and the storage version; v1alpha1 stays served.
-	crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "serviceimports.multicluster.x-k8s.io", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	both := projectCRD(t, "v1alpha2", "v1alpha1")
-	crd.Spec.Versions = both.Spec.Versions
-	crd.Spec.Conversion = both.Spec.Conversion
-	if crd, err = ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 30*time.Second, func() error {
-		_, err := menv.Dynamic.Resource(siV2).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions, crd.Spec.Conversion = both.Spec.Versions, both.Spec.Conversion
 	})
-	settle("v1alpha2 served as the storage version")
+	r.waitServed("v1alpha2", true)
+	r.settle("v1alpha2 served as the storage version")
+	r.answeredFrom("v1alpha1")
 
-	// Every object is rewritten through v1alpha2: read (pruned to nothing),
-	// fields set at the root, written back.
-	for i := range count {
-		u, err := menv.Dynamic.Resource(siV2).Namespace(ns).Get(ctx, fmt.Sprintf("svc%d", i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := u.Object["type"]; ok {
-			t.Fatalf("svc%d read through v1alpha2 has root fields before the rewrite: %v", i, u.Object)
-		}
-		u.Object["type"] = "ClusterSetIP"
-		u.Object["ips"] = []any{ip(i, 0)}
-		u.Object["ports"] = []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}
-		if _, err := menv.Dynamic.Resource(siV2).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond) // spread the writes over the probe
-	}
-	settle("every object rewritten through v1alpha2")
-	wantMetric(`coredns_multicluster_serviceimports{version="v1alpha1"}`, 0)
-	wantMetric(`coredns_multicluster_serviceimports{version="v1alpha2"}`, count)
+	r.rewrite("v1alpha2", migNames(), migToRoot(t))
+	r.settle("every object rewritten through v1alpha2")
+	r.answeredFrom("v1alpha2")
 
 	// Written through v1alpha1 now that v1alpha2 is the storage version, an
 	// object loses its fields at the API server: absent, logged and counted.
-	if _, err := menv.Dynamic.Resource(siV1).Namespace(ns).Create(ctx, importV1(ns, "lost", "10.99.0.1"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if u, err := menv.Dynamic.Resource(siV1).Namespace(ns).Get(ctx, "lost", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else if _, ok := u.Object["spec"].(map[string]any)["type"]; ok {
-		t.Logf("the API server kept v1alpha1 fields of an object written after the storage flip: %v", u.Object["spec"])
-	}
+	r.create(migImport("v1alpha1", r.ns, "lost", "ClusterSetIP", "10.99.0.1"))
 	harness.Eventually(t, 10*time.Second, func() error {
-		v, err := metric(`coredns_multicluster_skipped_objects_total{kind="ServiceImport",reason="data_lost"}`)
-		if err != nil {
-			return err
+		v, err := scrape(r.metricsURL, `coredns_multicluster_skipped_objects_total{kind="ServiceImport",reason="data_lost"}`)
+		if err == nil && v < 1 {
+			err = fmt.Errorf("data loss not counted")
 		}
-		if v < 1 {
-			return fmt.Errorf("data loss not counted")
-		}
-		return nil
+		return err
 	})
-	expect(t, dnsSrv, defaultTTL, "lost."+ns+".svc.clusterset.local.", "A", nxdomain())
-	if !strings.Contains(dnsSrv.Output(), "lost: data_lost") {
+	expect(t, r.dns, defaultTTL, "lost."+r.ns+".svc.clusterset.local.", "A", nxdomain())
+	if !strings.Contains(r.dns.Output(), "lost: data_lost") {
 		t.Error("data loss not logged")
 	}
 
 	// v1alpha1 leaves storedVersions, then the CRD.
-	crd, err = ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd.Status.StoredVersions = []string{"v1alpha2"}
-	if crd, err = ext.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crd.Spec.Versions = projectCRD(t, "v1alpha2").Spec.Versions
-	if _, err = ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 30*time.Second, func() error {
-		if _, err := menv.Dynamic.Resource(siV1).Namespace(ns).List(ctx, metav1.ListOptions{}); err == nil {
-			return fmt.Errorf("v1alpha1 still served")
-		}
-		return nil
+	r.storedVersions("v1alpha2")
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, "v1alpha2")}
 	})
-	settle("v1alpha1 dropped from storedVersions and from the CRD")
+	r.waitServed("v1alpha1", false)
+	r.settle("v1alpha1 dropped from storedVersions and from the CRD")
+	r.answeredFrom("v1alpha2")
 
-	// Updates after the migration show, the second within 2 seconds. The
-	// first may wait for the plugin's watch to recover from the CRD change
-	// (see migRig.updatesAfter).
-	update := func(i int) time.Duration {
-		u, err := menv.Dynamic.Resource(siV2).Namespace(ns).Get(ctx, fmt.Sprintf("svc%d", i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Object["ips"] = []any{ip(i, 1)}
-		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		p.forget(name) // while the write is in flight either answer is right
-		written := time.Now()
-		if _, err := menv.Dynamic.Resource(siV2).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		var seen time.Duration
-		harness.Eventually(t, 15*time.Second, func() error {
-			r, err := dnsSrv.Dig(name, "A")
-			if err != nil {
-				return err
-			}
-			if err := (want{Answer: []string{a(name, ip(i, 1))}}).Check(r.Msg(), defaultTTL); err != nil {
-				return err
-			}
-			seen = time.Since(written)
-			return nil
-		})
-		p.expect(name, ip(i, 1))
-		return seen
-	}
-	seen := update(1)
-	t.Logf("migration: the first update after the migration answered in %.2fs", seen.Seconds())
-	fmt.Printf("migration: the first update after the migration answered in %.2fs\n", seen.Seconds())
-	time.Sleep(500 * time.Millisecond)
-	seen = update(0)
-	t.Logf("migration: the update after the migration answered in %.2fs", seen.Seconds())
-	fmt.Printf("migration: the update after the migration answered in %.2fs\n", seen.Seconds())
-	if seen > 2*time.Second {
-		t.Errorf("update took %v to show, want at most 2s", seen)
-	}
-	time.Sleep(time.Second)
-	report()
-	if p.total.Load() < 100 {
-		t.Errorf("only %d lookups: the probe did not run", p.total.Load())
-	}
+	// Updates after the migration show, the second within 2 seconds.
+	r.updatesAfter("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
+	r.report()
 
-	// Every name answers through dig after the migration, from v1alpha2.
-	for i := 2; i < count; i++ {
-		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		expect(t, dnsSrv, defaultTTL, name, "A", want{Answer: []string{a(name, ip(i, 0))}})
-	}
-	for i := range 2 {
-		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		expect(t, dnsSrv, defaultTTL, name, "A", want{Answer: []string{a(name, ip(i, 1))}})
-	}
-	if strings.Contains(dnsSrv.Output(), "panic") {
-		t.Error("CoreDNS panicked")
-	}
+	r.digAll()
+	r.answeredFrom("v1alpha2")
+	r.checkLog()
 }
 
 // scrape reads one sample of a Prometheus text exposition; name includes the

@@ -34,23 +34,7 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 
 	// Every object is rewritten through v1alpha2: read (pruned to an empty
 	// spec), its fields set at the root, written back.
-	r.rewrite("v1alpha2", migNames(), func(u *unstructured.Unstructured) {
-		if _, ok := u.Object["type"]; ok {
-			t.Fatalf("%s read through v1alpha2 has root fields before the rewrite: %v", u.GetName(), u.Object)
-		}
-		if strings.HasPrefix(u.GetName(), "svc") {
-			var i int
-			if _, err := fmt.Sscanf(u.GetName(), "svc%d", &i); err != nil {
-				t.Fatal(err)
-			}
-			u.Object["type"] = "ClusterSetIP"
-			u.Object["ips"] = []any{migIP(i, 0)}
-			u.Object["ports"] = migPorts("ClusterSetIP")
-		} else {
-			u.Object["type"] = "Headless"
-			u.Object["ports"] = migPorts("Headless")
-		}
-	})
+	r.rewrite("v1alpha2", migNames(), migToRoot(t))
 	r.settle("every object rewritten through v1alpha2")
 	r.answeredFrom("v1alpha2")
 
@@ -71,4 +55,27 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 	r.digAll()
 	r.answeredFrom("v1alpha2")
 	r.checkLog()
+}
+
+// migToRoot is a migration's rewrite into the root shape: each object of
+// migNames, read through v1alpha2 (pruned to an empty spec), gets its fields
+// at the root.
+func migToRoot(t *testing.T) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		if _, ok := u.Object["type"]; ok {
+			t.Fatalf("%s read through v1alpha2 has root fields before the rewrite: %v", u.GetName(), u.Object)
+		}
+		if strings.HasPrefix(u.GetName(), "svc") {
+			var i int
+			if _, err := fmt.Sscanf(u.GetName(), "svc%d", &i); err != nil {
+				t.Fatal(err)
+			}
+			u.Object["type"] = "ClusterSetIP"
+			u.Object["ips"] = []any{migIP(i, 0)}
+			u.Object["ports"] = migPorts("ClusterSetIP")
+		} else {
+			u.Object["type"] = "Headless"
+			u.Object["ports"] = migPorts("Headless")
+		}
+	}
 }
