@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -277,14 +276,13 @@ func (c *cluster) verifyReadBack(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		path := []string{"type"}
-		if c.shape == v1alpha1 {
-			path = []string{"spec", "type"}
+		im, err := cache.ReadImport(u)
+		if err != nil {
+			return err
 		}
-		typ, _, _ := unstructured.NestedString(u.Object, path...)
-		if typ != k.typ {
-			return fmt.Errorf("%s: ServiceImport %s/%s read back through %s has %s %q, want %q: the API server dropped its fields (is %s the CRD's storage version?)",
-				c.name, k.ns, k.name, c.shape, strings.Join(path, "."), typ, k.typ, c.shape)
+		if !im.HasData || im.Headless != (k.typ == "Headless") {
+			return fmt.Errorf("%s: ServiceImport %s/%s read back through %s is not a %s import: the API server dropped its fields (is %s the CRD's storage version?)",
+				c.name, k.ns, k.name, c.shape, k.typ, c.shape)
 		}
 	}
 	return nil

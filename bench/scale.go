@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -342,12 +343,10 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 	go func() {
 		for ev := range sw.ResultChan() {
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-				ips, _, _ := unstructured.NestedStringSlice(u.Object, "ips")
-				if spec, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips"); len(spec) > 0 {
-					ips = spec
-				}
-				for _, ip := range ips {
-					w.sawEvent(ip, time.Now())
+				if im, err := cache.ReadImport(u); err == nil {
+					for _, ip := range im.IPs {
+						w.sawEvent(ip.String(), time.Now())
+					}
 				}
 			}
 		}

@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -44,14 +43,10 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 		}
 		gvk := u.GroupVersionKind()
 		switch {
-		case gvk.Group == mcsv1beta1.GroupName && gvk.Kind == "ServiceImport" && slices.Contains(Versions, gvk.Version):
-			data, err := u.MarshalJSON()
+		case gvk.Group == mcsv1beta1.GroupName && gvk.Kind == "ServiceImport":
+			im, err := ReadImport(u)
 			if err != nil {
 				return nil, err
-			}
-			im, err := readJSON(gvk.Version, data)
-			if err != nil {
-				return nil, fmt.Errorf("ServiceImport %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 			}
 			k := key(im.Namespace, im.Name)
 			if old := imports[k]; old == nil || !old.HasData || (im.HasData && im.Version() == V1alpha2) {
@@ -84,6 +79,20 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 		}
 	}
 	return st, nil
+}
+
+// ReadImport reads a ServiceImport of one of Versions as the Controller
+// does: through its version's Go types, dropping what it cannot answer.
+func ReadImport(u *unstructured.Unstructured) (*Import, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	im, err := readJSON(u.GroupVersionKind().Version, data)
+	if err != nil {
+		return nil, fmt.Errorf("ServiceImport %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return im, nil
 }
 
 // HasSynced reports the Synced field.

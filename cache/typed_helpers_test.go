@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,11 +69,7 @@ func readUnstructured(u *unstructured.Unstructured, version string) *Import {
 	u = u.DeepCopy()
 	u.SetAPIVersion(ServiceImports(version).GroupVersion().String())
 	u.SetKind("ServiceImport")
-	data, err := u.MarshalJSON()
-	if err != nil {
-		panic(err)
-	}
-	im, err := readJSON(version, data)
+	im, err := ReadImport(u)
 	if err != nil {
 		panic(err)
 	}
@@ -81,3 +78,26 @@ func readUnstructured(u *unstructured.Unstructured, version string) *Import {
 
 func importFromV1alpha2(u *unstructured.Unstructured) *Import { return readUnstructured(u, V1alpha2) }
 func importFromV1alpha1(u *unstructured.Unstructured) *Import { return readUnstructured(u, V1alpha1) }
+
+func TestReadImportRefusesOtherObjects(t *testing.T) {
+	for _, apiVersion := range []string{"v1", "multicluster.x-k8s.io/v9", "other.example/v1beta1"} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": apiVersion, "kind": "ServiceImport",
+			"metadata": map[string]any{"namespace": "ns", "name": "svc"},
+		}}
+		if im, err := ReadImport(u); err == nil {
+			t.Errorf("%s: read %+v, want an error", apiVersion, im)
+		} else {
+			t.Log(err)
+		}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": "ns", "name": "svc"},
+		"spec":     map[string]any{"type": "ClusterSetIP", "ips": []any{"10.0.0.1"}},
+	}}
+	im, err := ReadImport(u)
+	if err != nil || !im.HasData || im.Headless || len(im.IPs) != 1 || im.Version() != V1beta1 {
+		t.Errorf("v1beta1 ClusterSetIP import: %+v, %v", im, err)
+	}
+}

@@ -9,12 +9,12 @@
 package main
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,9 +23,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -55,6 +58,10 @@ func run(port, ttl int, testdata string, verbose bool) error {
 	objs, err := contract.ReadObjects(testdata)
 	if err != nil {
 		return err
+	}
+	digs, err := digCommands(port, objs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", testdata, err)
 	}
 	if err := portFree(port); err != nil {
 		return err
@@ -129,7 +136,7 @@ Change objects as the admin:
   %[6]s --kubeconfig %[7]s apply -f FILE.yaml
 
 Ctrl-C stops everything.
-`, port, id.Name, id.Kubeconfig, indent(dns.Corefile), digCommands(port, objs), env.KubectlPath(), admin)
+`, port, id.Name, id.Kubeconfig, indent(dns.Corefile), digs, env.KubectlPath(), admin)
 
 	<-ctx.Done()
 	fmt.Println()
@@ -152,93 +159,89 @@ func portFree(port int) error {
 }
 
 // digCommands lists one dig command for each kind of name the objects give.
-func digCommands(port int, objs []*unstructured.Unstructured) string {
+// The names come from the plugin's own answers to the objects (cache.Static),
+// so the list cannot drift from what CoreDNS serves.
+func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
 	const zone = "clusterset.local"
+	in := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		in[i] = o
+	}
+	st, err := cache.NewStatic([]string{zone + "."}, 5, in...)
+	if err != nil {
+		return "", err
+	}
+	var svcs []*cache.Service
+	st.Each(func(s *cache.Service) bool { svcs = append(svcs, s); return true })
+	slices.SortFunc(svcs, func(a, b *cache.Service) int {
+		return strings.Compare(a.Namespace()+"/"+a.Name(), b.Namespace()+"/"+b.Name())
+	})
+
 	var qs [][2]string
 	add := func(name, qtype, why string) { qs = append(qs, [2]string{name + " " + qtype, why}) }
-
+	seen := map[string]bool{}
+	once := func(kind string) bool {
+		if seen[kind] {
+			return false
+		}
+		seen[kind] = true
+		return true
+	}
 	add(zone, "SOA", "the apex")
 	add(zone, "NS", "the apex")
 	add("dns-version."+zone, "TXT", "schema version")
-
-	imports := map[string]*unstructured.Unstructured{}
-	var slicesOf = map[string][]*unstructured.Unstructured{}
-	nsSeen := false
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceImport":
-			imports[o.GetNamespace()+"/"+o.GetName()] = o
-		case "EndpointSlice":
-			svc, ok := o.GetLabels()[mcsv1beta1.LabelServiceName]
-			if !ok {
-				continue // plain EndpointSlices never show
+	for _, s := range svcs {
+		svc := fmt.Sprintf("%s.%s.svc.%s", s.Name(), s.Namespace(), zone)
+		if once("namespace") {
+			add(s.Namespace()+".svc."+zone, "A", "a namespace: NODATA")
+		}
+		var port string
+		if ps := s.Ports(); len(ps) > 0 {
+			port = ps[0].Sub()
+		}
+		if z := s.Zone(0); z != nil {
+			if !once("headless") {
+				continue
 			}
-			slicesOf[o.GetNamespace()+"/"+svc] = append(slicesOf[o.GetNamespace()+"/"+svc], o)
-		}
-	}
-	keys := make([]string, 0, len(imports))
-	for k := range imports {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	kinds := map[string]bool{}
-	once := func(kind string) bool {
-		if kinds[kind] {
-			return false
-		}
-		kinds[kind] = true
-		return true
-	}
-	for _, k := range keys {
-		si := imports[k]
-		svc := fmt.Sprintf("%s.%s.svc.%s", si.GetName(), si.GetNamespace(), zone)
-		if !nsSeen {
-			nsSeen = true
-			add(si.GetNamespace()+".svc."+zone, "A", "a namespace: NODATA")
-		}
-		typ, _, _ := unstructured.NestedString(si.Object, importPath(si, "type")...)
-		ips, _, _ := unstructured.NestedStringSlice(si.Object, importPath(si, "ips")...)
-		if typ == "Headless" {
-			if once("headless") {
-				add(svc, "A", "headless: ready endpoints of every cluster, no plain EndpointSlice's")
-				if port := namedPort(si); port != "" {
-					add(port+"."+svc, "SRV", "headless SRV: one per ready endpoint")
+			add(svc, "A", "headless: ready endpoints of every cluster, no plain EndpointSlice's")
+			if port != "" {
+				add(port+"."+svc, "SRV", "headless SRV: one per ready endpoint")
+			}
+			add(svc, "SRV", "all named ports")
+			for _, sub := range slices.Sorted(maps.Keys(z.Sub)) {
+				host, cluster, _ := strings.Cut(sub, ".")
+				if strings.HasPrefix(sub, "_") {
+					continue // a port's SRV name
 				}
-				add(svc, "SRV", "all named ports")
-				for _, s := range slicesOf[k] {
-					cluster := s.GetLabels()[mcsv1beta1.LabelSourceCluster]
-					for _, ep := range readyEndpoints(s) {
-						qtype := "A"
-						if strings.Contains(ep.ip, ":") {
-							qtype = "AAAA"
-						}
-						how := "its hostname"
-						if !ep.hostname {
-							how = "its address"
-						}
-						if strings.Contains(cluster, ".") {
-							how += ", dotted cluster ID"
-						}
-						if once("endpoint " + qtype + how) {
-							add(ep.label+"."+cluster+"."+svc, qtype, "one endpoint of cluster "+cluster+", named by "+how)
-						}
-					}
-					if once("cluster") {
-						add(cluster+"."+svc, "A", "a cluster: NODATA")
-					}
+				qtype, rrs := "A", z.Sub[sub].A
+				if len(rrs) == 0 {
+					qtype, rrs = "AAAA", z.Sub[sub].AAAA
+				}
+				how := "its hostname"
+				if len(rrs) > 0 && host == dashed(rrs[0]) {
+					how = "its address"
+				}
+				if strings.Contains(cluster, ".") {
+					how += ", dotted cluster ID"
+				}
+				if once("endpoint " + qtype + how) {
+					add(sub+"."+svc, qtype, "one endpoint of cluster "+cluster+", named by "+how)
+				}
+				if once("cluster") {
+					add(cluster+"."+svc, "A", "a cluster: NODATA")
 				}
 			}
 			continue
 		}
-		v4 := slices.ContainsFunc(ips, func(ip string) bool { return !strings.Contains(ip, ":") })
-		v6 := slices.ContainsFunc(ips, func(ip string) bool { return strings.Contains(ip, ":") })
+		v4 := slices.ContainsFunc(s.IPs(), netip.Addr.Is4)
+		v6 := slices.ContainsFunc(s.IPs(), netip.Addr.Is6)
 		switch {
 		case v4 && v6 && once("dual"):
 			add(svc, "AAAA", "dual-stack ClusterSetIP")
 		case v4 && !v6 && once("v4"):
 			add(svc, "A", "ClusterSetIP")
 			add(svc, "AAAA", "IPv4 only: NODATA")
-			if port := namedPort(si); port != "" {
+			if port != "" {
 				add(port+"."+svc, "SRV", "ClusterSetIP SRV")
 			}
 		case v6 && !v4 && once("v6"):
@@ -251,60 +254,20 @@ func digCommands(port int, objs []*unstructured.Unstructured) string {
 	for _, q := range qs {
 		fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +norec %-58s # %s\n", port, q[0], q[1])
 	}
-	return b.String()
+	return b.String(), nil
 }
 
-// importPath is where a ServiceImport keeps field: under spec in the
-// v1beta1 and v1alpha1 shape, at the object root in v1alpha2's.
-func importPath(si *unstructured.Unstructured, field string) []string {
-	if si.GroupVersionKind().Version == "v1alpha2" {
-		return []string{field}
+// dashed is the address of an A or AAAA record as an endpoint without a
+// hostname is named: '.' and ':' turned into '-'.
+func dashed(rr dns.RR) string {
+	var ip string
+	switch r := rr.(type) {
+	case *dns.A:
+		ip = r.A.String()
+	case *dns.AAAA:
+		ip = r.AAAA.String()
 	}
-	return []string{"spec", field}
-}
-
-// namedPort is the SRV label pair of the first named port: _name._proto.
-func namedPort(si *unstructured.Unstructured) string {
-	ports, _, _ := unstructured.NestedSlice(si.Object, importPath(si, "ports")...)
-	for _, p := range ports {
-		m, _ := p.(map[string]any)
-		name, _ := m["name"].(string)
-		proto, _ := m["protocol"].(string)
-		if proto == "" {
-			proto = "TCP"
-		}
-		if name != "" {
-			return "_" + name + "._" + strings.ToLower(proto)
-		}
-	}
-	return ""
-}
-
-type endpoint struct {
-	label, ip string
-	hostname  bool
-}
-
-// readyEndpoints are a slice's ready endpoints with their DNS labels.
-func readyEndpoints(s *unstructured.Unstructured) []endpoint {
-	var out []endpoint
-	eps, _, _ := unstructured.NestedSlice(s.Object, "endpoints")
-	for _, e := range eps {
-		m, _ := e.(map[string]any)
-		if ready, found, _ := unstructured.NestedBool(m, "conditions", "ready"); found && !ready {
-			continue
-		}
-		addrs, _, _ := unstructured.NestedStringSlice(m, "addresses")
-		if len(addrs) == 0 {
-			continue
-		}
-		if h, _ := m["hostname"].(string); h != "" {
-			out = append(out, endpoint{label: h, ip: addrs[0], hostname: true})
-			continue
-		}
-		out = append(out, endpoint{label: strings.NewReplacer(".", "-", ":", "-").Replace(addrs[0]), ip: addrs[0]})
-	}
-	return out
+	return strings.NewReplacer(".", "-", ":", "-").Replace(ip)
 }
 
 func indent(s string) string {
