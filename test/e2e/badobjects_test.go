@@ -78,31 +78,7 @@ endpoints:
 // behaviour the README's table gives, and the good name beside them keeps
 // answering.
 func TestBadServiceImports(t *testing.T) {
-	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{projectCRD(t, "v1beta1", "v1alpha1", "v1alpha2")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = menv.Stop() })
-	ctx, cancel := harness.Context(3 * time.Minute)
-	defer cancel()
-	id, err := menv.PluginIdentity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
-		t.Fatal(err)
-	}
-	siV1beta1 := cache.ServiceImports("v1beta1")
-	create := func(name string, spec map[string]any) {
-		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
-			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
-		}}
-		if _, err := menv.Dynamic.Resource(siV1beta1).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	kubeconfig, create := badImports(t, projectCRD(t, "v1beta1", "v1alpha1", "v1alpha2"))
 	port := func(name string, p int64) map[string]any {
 		return map[string]any{"name": name, "protocol": "TCP", "port": p}
 	}
@@ -115,7 +91,7 @@ func TestBadServiceImports(t *testing.T) {
 	create("noports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.6"}, "ports": []any{}})
 	create("good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.9"}, "ports": []any{port("http", 80)}})
 
-	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(kubeconfig)})
 	eventually(t, c, n("good.bad"), "A", want{Answer: []string{a(n("good.bad"), "10.91.0.9")}})
 	for _, tc := range []struct {
 		name, qtype string
@@ -152,30 +128,7 @@ func TestUndecodableServiceImports(t *testing.T) {
 	crd := projectCRD(t, "v1beta1")
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{
 		Type: "object", XPreserveUnknownFields: ptr.To(true)}
-	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = menv.Stop() })
-	ctx, cancel := harness.Context(3 * time.Minute)
-	defer cancel()
-	id, err := menv.PluginIdentity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
-		t.Fatal(err)
-	}
-	create := func(name string, spec map[string]any) {
-		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
-			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
-		}}
-		if _, err := menv.Dynamic.Resource(cache.ServiceImports("v1beta1")).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	kubeconfig, create := badImports(t, crd)
 	good := func(ip string) map[string]any {
 		return map[string]any{"type": "ClusterSetIP", "ips": []any{ip},
 			"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}}
@@ -185,7 +138,7 @@ func TestUndecodableServiceImports(t *testing.T) {
 	create("portword", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.92.0.3"},
 		"ports": []any{map[string]any{"name": "http", "port": "eighty"}}})
 
-	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(kubeconfig)})
 	eventually(t, c, n("before.bad"), "A", want{Answer: []string{a(n("before.bad"), "10.92.0.1")}})
 	create("typenumber", map[string]any{"type": int64(1), "ips": []any{"10.92.0.4"}})
 	create("after", good("10.92.0.5"))
@@ -202,4 +155,36 @@ func TestUndecodableServiceImports(t *testing.T) {
 	if strings.Contains(c.Output(), "panic") {
 		t.Errorf("panic:\n%s", c.Output())
 	}
+}
+
+// badImports starts a control plane of its own with crd, namespace "bad" and
+// the plugin's identity, whose kubeconfig it returns with a function that
+// writes the v1beta1 ServiceImport "bad/<name>" with spec, as controllers
+// write them.
+func badImports(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) (string, func(name string, spec map[string]any)) {
+	menv, err := harness.Start(harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = menv.Stop() })
+	ctx, cancel := harness.Context(3 * time.Minute)
+	t.Cleanup(cancel)
+	id, err := menv.PluginIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string, spec map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": cache.ServiceImports(cache.V1beta1).GroupVersion().String(), "kind": "ServiceImport",
+			"metadata": map[string]any{"namespace": "bad", "name": name}, "spec": spec,
+		}}
+		if _, err := menv.Dynamic.Resource(cache.ServiceImports(cache.V1beta1)).Namespace("bad").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return id.Kubeconfig, create
 }

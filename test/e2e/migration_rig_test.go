@@ -662,6 +662,34 @@ func (r *migRig) updatesAfter(version string, setIP func(u *unstructured.Unstruc
 	r.settle("svc1 and svc0 updated through " + version)
 }
 
+// keepOnly ends a migration to version: it becomes the only stored version,
+// then the CRD's only version; each of gone stops being served, and every
+// service is answered from version.
+func (r *migRig) keepOnly(version string, gone ...string) {
+	r.t.Helper()
+	r.storedVersions(version)
+	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, version)}
+	})
+	for _, v := range gone {
+		r.waitServed(v, false)
+	}
+	r.settle(strings.Join(gone, " and ") + " dropped from storedVersions and from the CRD")
+	r.answeredFrom(version)
+}
+
+// finish checks a migration's end: updates through version with setIP show
+// (updatesAfter), the prober saw no failure, dig gets every name, each from
+// version, and CoreDNS logged nothing unexpected.
+func (r *migRig) finish(version string, setIP func(u *unstructured.Unstructured, ip string)) {
+	r.t.Helper()
+	r.updatesAfter(version, setIP)
+	r.report()
+	r.digAll()
+	r.answeredFrom(version)
+	r.checkLog()
+}
+
 // digAll checks every name the prober expects with dig.
 func (r *migRig) digAll() {
 	r.t.Helper()

@@ -92,21 +92,10 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 	}
 
 	// v1alpha1 leaves storedVersions, then the CRD.
-	r.storedVersions("v1alpha2")
-	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, "v1alpha2")}
-	})
-	r.waitServed("v1alpha1", false)
-	r.settle("v1alpha1 dropped from storedVersions and from the CRD")
-	r.answeredFrom("v1alpha2")
+	r.keepOnly("v1alpha2", "v1alpha1")
 
 	// Updates after the migration show, the second within 2 seconds.
-	r.updatesAfter("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
-	r.report()
-
-	r.digAll()
-	r.answeredFrom("v1alpha2")
-	r.checkLog()
+	r.finish("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
 }
 
 // scrape reads one sample of a Prometheus text exposition; name includes the

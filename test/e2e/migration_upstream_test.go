@@ -3,7 +3,6 @@ package e2e
 import (
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -37,24 +36,13 @@ func TestMigrationUpstream(t *testing.T) {
 	r.answeredFrom("v1beta1")
 
 	// v1alpha1 leaves storedVersions, then the CRD.
-	r.storedVersions("v1beta1")
-	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(upstream, "v1beta1")}
-	})
-	r.waitServed("v1alpha1", false)
-	r.settle("v1alpha1 dropped from storedVersions and from the CRD")
-	r.answeredFrom("v1beta1")
+	r.keepOnly("v1beta1", "v1alpha1")
 	if got := r.crd().Status.StoredVersions; len(got) != 1 || got[0] != "v1beta1" {
 		t.Errorf("storedVersions %v, want [v1beta1]", got)
 	}
 
 	// Updates after the migration show, the second within 2 seconds.
-	r.updatesAfter("v1beta1", func(u *unstructured.Unstructured, ip string) {
+	r.finish("v1beta1", func(u *unstructured.Unstructured, ip string) {
 		u.Object["spec"].(map[string]any)["ips"] = []any{ip}
 	})
-	r.report()
-
-	r.digAll()
-	r.answeredFrom("v1beta1")
-	r.checkLog()
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -39,22 +38,10 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 	r.answeredFrom("v1alpha2")
 
 	// v1beta1 leaves storedVersions; v1beta1 and v1alpha1 leave the CRD.
-	r.storedVersions("v1alpha2")
-	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, "v1alpha2")}
-	})
-	r.waitServed("v1beta1", false)
-	r.waitServed("v1alpha1", false)
-	r.settle("v1beta1 and v1alpha1 dropped from storedVersions and from the CRD")
-	r.answeredFrom("v1alpha2")
+	r.keepOnly("v1alpha2", "v1beta1", "v1alpha1")
 
 	// Updates after the migration show, the second within 2 seconds.
-	r.updatesAfter("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
-	r.report()
-
-	r.digAll()
-	r.answeredFrom("v1alpha2")
-	r.checkLog()
+	r.finish("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
 }
 
 // migToRoot is a migration's rewrite into the root shape: each object of
