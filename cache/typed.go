@@ -261,36 +261,34 @@ func newImportClient(cfg *rest.Config, hc *http.Client) (ImportClient, error) {
 // restImports holds the REST client of each version.
 type restImports map[string]rest.Interface
 
-func (c restImports) client(version string) (rest.Interface, error) {
-	if rc := c[version]; rc != nil {
-		return rc, nil
+// request is a GET of version's ServiceImports with the list options o.
+func (c restImports) request(version string, o *metav1.ListOptions) (*rest.Request, error) {
+	rc := c[version]
+	if rc == nil {
+		return nil, fmt.Errorf("ServiceImport %s is not a version the plugin reads", version)
 	}
-	return nil, fmt.Errorf("ServiceImport %s is not a version the plugin reads", version)
+	var timeout time.Duration
+	if o.TimeoutSeconds != nil {
+		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+	}
+	return rc.Get().Resource(mcsv1beta1.ServiceImportPluralName).VersionedParams(o, metav1.ParameterCodec).Timeout(timeout), nil
 }
 
 func (c restImports) List(ctx context.Context, version string, o metav1.ListOptions) (runtime.Object, error) {
-	rc, err := c.client(version)
+	req, err := c.request(version, &o)
 	if err != nil {
 		return nil, err
 	}
-	var timeout time.Duration
-	if o.TimeoutSeconds != nil {
-		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-	}
-	return rc.Get().Resource(mcsv1beta1.ServiceImportPluralName).VersionedParams(&o, metav1.ParameterCodec).Timeout(timeout).Do(ctx).Get()
+	return req.Do(ctx).Get()
 }
 
 func (c restImports) Watch(ctx context.Context, version string, o metav1.ListOptions) (watch.Interface, error) {
-	rc, err := c.client(version)
+	o.Watch = true
+	req, err := c.request(version, &o)
 	if err != nil {
 		return nil, err
 	}
-	var timeout time.Duration
-	if o.TimeoutSeconds != nil {
-		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-	}
-	o.Watch = true
-	return rc.Get().Resource(mcsv1beta1.ServiceImportPluralName).VersionedParams(&o, metav1.ParameterCodec).Timeout(timeout).Watch(ctx)
+	return req.Watch(ctx)
 }
 
 // newImport starts the record of an object read through version.
