@@ -53,6 +53,9 @@ func (m *Multicluster) answer(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if m.backend != nil && m.backend.HasSynced() {
 		if fi := m.zones[zi].forward; fi >= 0 {
 			res = m.lookup(rep, state, qname, zi, fi)
+			if rep.glueOf != nil {
+				rep.msg.Extra = m.glue(rep, rep.glueOf, rep.glueName)
+			}
 		} else {
 			res = rep.put(m.reverse(state, qname, zi))
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -243,4 +244,39 @@ func TestServiceSRVOnePerTargetAndPort(t *testing.T) {
 		{Qname: hl, Qtype: dns.TypeA, Answer: []dns.RR{
 			test.A(hl + " 5 IN A 10.5.0.1"), test.A(hl + " 5 IN A 10.6.0.1"), test.A(hl + " 5 IN A 10.6.0.2")}},
 	})
+}
+
+// A ClusterSetIP answer, glue included, costs one allocation: the reply. The
+// reply stays in Go's 768-byte size class, which holds at most 760 bytes of
+// an object with pointers (the rest is its malloc header); at 761 every
+// query would cost 896.
+func TestClusterSetIPAnswerIsOneAllocation(t *testing.T) {
+	if s := unsafe.Sizeof(reply{}); s > 760 {
+		t.Errorf("reply is %d bytes, want at most 760", s)
+	}
+	m := newTestPlugin(t, fixture()...)
+	ctx := context.Background()
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"web.demo.svc.clusterset.local.", dns.TypeA},
+		{"dual.demo.svc.clusterset.local.", dns.TypeAAAA},
+		{"_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV},
+		{"dual.demo.svc.clusterset.local.", dns.TypeSRV},
+	} {
+		r := new(dns.Msg)
+		r.SetQuestion(q.name, q.qtype)
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := m.ServeDNS(ctx, rec, r); err != nil || len(rec.Msg.Answer) == 0 {
+			t.Fatalf("%s %s: %v, %v", q.name, dns.TypeToString[q.qtype], err, rec.Msg)
+		}
+		if q.qtype == dns.TypeSRV && len(rec.Msg.Extra) == 0 {
+			t.Errorf("%s SRV: no glue", q.name)
+		}
+		w := &discardWriter{}
+		if n := testing.AllocsPerRun(100, func() { m.ServeDNS(ctx, w, r) }); n != 1 {
+			t.Errorf("%s %s: %v allocations, want 1", q.name, dns.TypeToString[q.qtype], n)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"net"
 
 	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/cache"
 )
 
 // reply is a reply with room for its question, its SOA and a few records, so
@@ -24,7 +26,16 @@ type reply struct {
 	srvB   [2]dns.SRV
 	aaaaB  [1]dns.AAAA
 	ips    []byte   // the bytes of the addresses of the reply's A and AAAA records
-	ipRoom [64]byte // ips' first block: 16 IPv4 or 4 IPv6 addresses
+	ipRoom [40]byte // ips' first block: 10 IPv4 addresses, or a dual-stack service's answer and glue
+	// glueOf is the ClusterSetIP service whose addresses, at glueName, the
+	// additional section holds once the lookup has returned.
+	glueOf   *cache.Service
+	glueName string
+}
+
+// needGlue asks for the addresses of svc at svcName in the additional section.
+func (rep *reply) needGlue(svc *cache.Service, svcName string) {
+	rep.glueOf, rep.glueName = svc, svcName
 }
 
 // newReply answers r as dns.Msg.SetReply does, with AA set.
