@@ -150,24 +150,14 @@ func TestFallthrough(t *testing.T) {
 // service's are made per query: both are asked.
 func TestRepliesDoNotShareRecords(t *testing.T) {
 	m := newTestPlugin(t, fixture()...)
-	for _, tc := range []struct {
-		qname string
-		qtype uint16
-	}{
+	for _, q := range []question{
 		{"db.demo.svc.clusterset.local.", dns.TypeA},
 		{"_mysql._tcp.db.demo.svc.clusterset.local.", dns.TypeSRV},
 		{"_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV},
 		{"dual.demo.svc.clusterset.local.", dns.TypeAAAA},
 	} {
-		ask := func() *dns.Msg {
-			r := new(dns.Msg)
-			r.SetQuestion(tc.qname, tc.qtype)
-			rec := dnstest.NewRecorder(&test.ResponseWriter{})
-			m.ServeDNS(context.Background(), rec, r)
-			return rec.Msg
-		}
-		want := ask().Copy()
-		first := ask()
+		want := ask(m, q).Copy()
+		first := ask(m, q)
 		for _, rr := range append(first.Answer, first.Extra...) {
 			rr.Header().Name = "changed."
 			rr.Header().Ttl = 1
@@ -180,8 +170,8 @@ func TestRepliesDoNotShareRecords(t *testing.T) {
 				v.Target = "changed."
 			}
 		}
-		if got, want := records(ask()), records(want); got != want {
-			t.Errorf("%s %s: a reply's edit leaked into the next reply:\n%s\nwant\n%s", tc.qname, dns.TypeToString[tc.qtype], got, want)
+		if got, want := records(ask(m, q)), records(want); got != want {
+			t.Errorf("%s: a reply's edit leaked into the next reply:\n%s\nwant\n%s", q, got, want)
 		}
 	}
 }
@@ -255,28 +245,37 @@ func TestClusterSetIPAnswerIsOneAllocation(t *testing.T) {
 		t.Errorf("reply is %d bytes, want at most 760", s)
 	}
 	m := newTestPlugin(t, fixture()...)
-	ctx := context.Background()
-	for _, q := range []struct {
-		name  string
-		qtype uint16
-	}{
+	for _, q := range []question{
 		{"web.demo.svc.clusterset.local.", dns.TypeA},
 		{"dual.demo.svc.clusterset.local.", dns.TypeAAAA},
 		{"_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV},
 		{"dual.demo.svc.clusterset.local.", dns.TypeSRV},
 	} {
+		if rep := ask(m, q); len(rep.Answer) == 0 || (q.qtype == dns.TypeSRV && len(rep.Extra) == 0) {
+			t.Fatalf("%s: no answer or no glue: %v", q, rep)
+		}
 		r := new(dns.Msg)
 		r.SetQuestion(q.name, q.qtype)
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
-		if _, err := m.ServeDNS(ctx, rec, r); err != nil || len(rec.Msg.Answer) == 0 {
-			t.Fatalf("%s %s: %v, %v", q.name, dns.TypeToString[q.qtype], err, rec.Msg)
-		}
-		if q.qtype == dns.TypeSRV && len(rec.Msg.Extra) == 0 {
-			t.Errorf("%s SRV: no glue", q.name)
-		}
-		w := &discardWriter{}
+		ctx, w := context.Background(), &discardWriter{}
 		if n := testing.AllocsPerRun(100, func() { m.ServeDNS(ctx, w, r) }); n != 1 {
-			t.Errorf("%s %s: %v allocations, want 1", q.name, dns.TypeToString[q.qtype], n)
+			t.Errorf("%s: %v allocations, want 1", q, n)
 		}
 	}
+}
+
+// question is a query's name and type.
+type question struct {
+	name  string
+	qtype uint16
+}
+
+func (q question) String() string { return q.name + " " + dns.TypeToString[q.qtype] }
+
+// ask puts q to m and returns its reply.
+func ask(m *Multicluster, q question) *dns.Msg {
+	r := new(dns.Msg)
+	r.SetQuestion(q.name, q.qtype)
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	m.ServeDNS(context.Background(), rec, r)
+	return rec.Msg
 }
