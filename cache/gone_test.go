@@ -20,14 +20,14 @@ func TestWatchExpiredRelistsWithoutGap(t *testing.T) {
 	var lists atomic.Int32
 	objs := []runtime.Object{v2("demo", "web", "1", "ClusterSetIP", "10.0.0.1")}
 	e := startWith(t, false, func(env *env) {
-		env.dyn.PrependWatchReactor(ServiceImports("").Resource, func(clienttesting.Action) (bool, watch.Interface, error) {
+		env.dyn.PrependWatchReactor(ServiceImportResource.Resource, func(clienttesting.Action) (bool, watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			mu.Lock()
 			watchers = append(watchers, w)
 			mu.Unlock()
 			return true, w, nil
 		})
-		env.dyn.PrependReactor("list", ServiceImports("").Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		env.dyn.PrependReactor("list", ServiceImportResource.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 			lists.Add(1)
 			return false, nil, nil
 		})

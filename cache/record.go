@@ -19,11 +19,14 @@ const (
 	LabelSourceCluster = mcsv1beta1.LabelSourceCluster
 )
 
-// ServiceImports is the ServiceImport resource in version, named by
-// sigs.k8s.io/mcs-api's constants: the one spelling of the group and resource
-// for the plugin, its tests and the bench.
+// ServiceImportResource is the ServiceImport resource, named by
+// sigs.k8s.io/mcs-api's constants: the one spelling of its group and
+// resource for the plugin, its tests and the bench.
+var ServiceImportResource = schema.GroupResource{Group: mcsv1beta1.GroupName, Resource: mcsv1beta1.ServiceImportPluralName}
+
+// ServiceImports is the ServiceImport resource in version.
 func ServiceImports(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: mcsv1beta1.GroupName, Version: version, Resource: mcsv1beta1.ServiceImportPluralName}
+	return ServiceImportResource.WithVersion(version)
 }
 
 // Versions of ServiceImport the cache reads. v1beta1 and v1alpha1 share one

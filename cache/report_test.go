@@ -71,7 +71,7 @@ func startReportRig(t *testing.T, namespaces []string, objs ...runtime.Object) *
 	}
 	r.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{reportGVR: "ServiceImportList", crdResource: "CustomResourceDefinitionList"}, dynObjs...)
-	r.dyn.PrependWatchReactor(ServiceImports("").Resource, func(k8stesting.Action) (bool, watch.Interface, error) {
+	r.dyn.PrependWatchReactor(ServiceImportResource.Resource, func(k8stesting.Action) (bool, watch.Interface, error) {
 		w := watch.NewRaceFreeFake()
 		r.watches <- w
 		return true, w, nil

@@ -25,7 +25,7 @@ func TestTooFewPermissions(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{cache.ServiceImports("").Group}, Resources: []string{cache.ServiceImports("").Resource}, Verbs: []string{"get"}},
+			{APIGroups: []string{cache.ServiceImportResource.Group}, Resources: []string{cache.ServiceImportResource.Resource}, Verbs: []string{"get"}},
 		},
 	}
 	id, err := env.Identity(ctx, user, role)

@@ -155,7 +155,7 @@ func (r *migRig) stockCoreDNS() *harness.CoreDNS {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{cache.ServiceImports("").Group}, Resources: []string{cache.ServiceImports("").Resource}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{cache.ServiceImportResource.Group}, Resources: []string{cache.ServiceImportResource.Resource}, Verbs: []string{"list", "watch"}},
 		},
 	}
 	id, err := r.env.Identity(r.ctx, stockUser, role)
