@@ -343,9 +343,10 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 	go func() {
 		for ev := range sw.ResultChan() {
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				seen := time.Now() // when the event arrived, not when it was read
 				if im, err := cache.ReadImport(u); err == nil {
 					for _, ip := range im.IPs {
-						w.sawEvent(ip.String(), time.Now())
+						w.sawEvent(ip.String(), seen)
 					}
 				}
 			}

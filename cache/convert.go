@@ -212,15 +212,16 @@ func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
 		if ep.Hostname != nil && len(validation.IsDNS1123Label(*ep.Hostname)) == 0 {
 			e.Host = *ep.Hostname
 		} else {
-			e.Host = dashed(e.Addrs[0])
+			e.Host = AddressLabel(e.Addrs[0])
 		}
 		s.Endpoints = append(s.Endpoints, e)
 	}
 	return s
 }
 
-// dashed writes an IP as a DNS label: 10.1.2.3 -> 10-1-2-3, fd00::1 -> fd00--1.
-func dashed(ip netip.Addr) string {
+// AddressLabel is the DNS label of an endpoint without a hostname, its
+// address written as a label: 10.1.2.3 -> 10-1-2-3, fd00::1 -> fd00--1.
+func AddressLabel(ip netip.Addr) string {
 	return strings.NewReplacer(".", "-", ":", "-").Replace(ip.String())
 }
 

@@ -209,16 +209,16 @@ func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
 			}
 			add(svc, "SRV", "all named ports")
 			for _, sub := range slices.Sorted(maps.Keys(z.Sub)) {
-				host, cluster, _ := strings.Cut(sub, ".")
 				if strings.HasPrefix(sub, "_") {
 					continue // a port's SRV name
 				}
+				host, cluster, _ := strings.Cut(sub, ".")
 				qtype, rrs := "A", z.Sub[sub].A
 				if len(rrs) == 0 {
 					qtype, rrs = "AAAA", z.Sub[sub].AAAA
 				}
 				how := "its hostname"
-				if len(rrs) > 0 && host == dashed(rrs[0]) {
+				if len(rrs) > 0 && host == cache.AddressLabel(addressOf(rrs[0])) {
 					how = "its address"
 				}
 				if strings.Contains(cluster, ".") {
@@ -257,17 +257,17 @@ func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
 	return b.String(), nil
 }
 
-// dashed is the address of an A or AAAA record as an endpoint without a
-// hostname is named: '.' and ':' turned into '-'.
-func dashed(rr dns.RR) string {
-	var ip string
+// addressOf is the address of an A or AAAA record.
+func addressOf(rr dns.RR) netip.Addr {
+	var b []byte
 	switch r := rr.(type) {
 	case *dns.A:
-		ip = r.A.String()
+		b = r.A
 	case *dns.AAAA:
-		ip = r.AAAA.String()
+		b = r.AAAA
 	}
-	return strings.NewReplacer(".", "-", ":", "-").Replace(ip)
+	ip, _ := netip.AddrFromSlice(b)
+	return ip.Unmap()
 }
 
 func indent(s string) string {
