@@ -67,7 +67,7 @@ type Controller struct {
 	dyn      dynamic.Interface // the CRD's watch
 	siClient ImportClient
 	shapes   []*shape
-	served   func(ctx context.Context, version string) (bool, error)
+	served   func(ctx context.Context) (map[string]bool, error)
 	viewsMu  sync.RWMutex
 	views    []*view // the synced views of the shapes, in shape order
 
@@ -76,7 +76,8 @@ type Controller struct {
 	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
 	crdAccess  *permission                    // the CRD watch's: while denied, discovery is polled
 	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
-	every      time.Duration                  // discovery interval while the CRD is not watched, and after a failure
+	every      time.Duration                  // discovery interval while the CRD watch starts, and after a failure
+	denied     time.Duration                  // discovery interval while the CRD may not be watched
 	idle       time.Duration                  // discovery interval while the CRD is watched and unchanged
 	hurry      time.Duration                  // discovery interval for a while after the CRD changes
 
@@ -117,6 +118,7 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 
 		crdChanged: make(chan struct{}, 1),
 		every:      pollDiscovery,
+		denied:     deniedDiscovery,
 		idle:       idleDiscovery,
 		hurry:      hurryDiscovery,
 	}
@@ -132,7 +134,7 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		denied: func(err error) {
 			c.cfg.Log.Warningf("cannot watch the ServiceImport CRD, so API discovery is asked every %s to follow the versions served; "+
 				"grant get, list and watch on customresourcedefinitions named %s (deploy/rbac.yaml) to make it ask only when the CRD changes: %v",
-				pollDiscovery, ServiceImportCRD, err)
+				deniedDiscovery, ServiceImportCRD, err)
 		},
 		granted: func(string) { c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes") },
 	}

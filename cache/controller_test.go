@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +43,8 @@ type env struct {
 	logs      []string
 	unread    map[string]bool
 	patience  time.Duration // how long eventually waits; 5s unless a hook sets it
-	rounds    int           // discoveries begun: calls of isServed for Versions[0]; under servedMu
+	deniedGap time.Duration // discovery's interval while the CRD watch is refused; 20ms unless a hook sets it
+	rounds    int           // discoveries begun: calls of isServed; under servedMu
 	marks     int           // markers written by settle and settleSlices
 }
 
@@ -70,18 +73,16 @@ func (e *env) logged(s string) []string {
 // servedOnly, when set before start, is what discovery reports at first.
 var servedOnly map[string]bool
 
-func (e *env) isServed(_ context.Context, version string) (bool, error) {
+func (e *env) isServed(context.Context) (map[string]bool, error) {
 	e.servedMu.Lock()
 	defer e.servedMu.Unlock()
-	if version == Versions[0] {
-		e.rounds++
-	}
-	return e.servedSet[version], nil
+	e.rounds++
+	return maps.Clone(e.servedSet), nil
 }
 
 // discoveries returns once n discoveries, each with the reconcile that
 // follows it, have run from start to end after the call. Run asks for the
-// versions in the order of Versions and reconciles before it asks again, so
+// versions once per discovery and reconciles before it asks again, so
 // once n+1 discoveries have begun since the call, the first n of them are
 // finished and saw whatever was served at the call.
 func (e *env) discoveries(n int) {
@@ -160,6 +161,7 @@ func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Obj
 		Log:      e})
 	e.c.served = e.isServed
 	e.c.every = 20 * time.Millisecond
+	e.c.denied = cmp.Or(e.deniedGap, 20*time.Millisecond)
 	e.c.hurry = 20 * time.Millisecond
 	e.servedSet = map[string]bool{V1alpha2: true, V1alpha1: true}
 	if servedOnly != nil {
@@ -519,7 +521,9 @@ func TestControllerNamespacesFilter(t *testing.T) {
 // returns it once synced.
 func runSynced(t *testing.T, c *Controller) *Controller {
 	t.Helper()
-	c.served = func(context.Context, string) (bool, error) { return true, nil }
+	c.served = func(context.Context) (map[string]bool, error) {
+		return map[string]bool{V1alpha2: true, V1beta1: true, V1alpha1: true}, nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()

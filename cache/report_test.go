@@ -79,7 +79,7 @@ func startReportRig(t *testing.T, namespaces []string, objs ...runtime.Object) *
 	r.kube = kubefake.NewClientset(kubeObjs...)
 	r.c = New(r.dyn, fakeImports{r.dyn}, r.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Namespaces: namespaces, Log: r,
 		OnSkip: func(string, string) { r.mu.Lock(); r.skips++; r.mu.Unlock() }})
-	r.c.served = func(_ context.Context, v string) (bool, error) { return v == V1alpha2, nil }
+	r.c.served = func(context.Context) (map[string]bool, error) { return map[string]bool{V1alpha2: true}, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.c.Run(ctx) }()

@@ -2,9 +2,11 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,23 +24,28 @@ import (
 // ServiceImport CRD, watched by name, changes. A replica that watches the CRD
 // makes no other request while nothing changes but a discovery every
 // idleDiscovery, a safety net for APIs the CRD does not describe. Without
-// permission to watch the CRD it asks discovery every pollDiscovery, as
-// before the CRD was watched, and says so once.
+// permission to watch the CRD (the official coredns chart grants none) it
+// asks discovery every deniedDiscovery, says so once, and tries the CRD
+// again every crdDeniedRetry: three requests a minute at most.
 const (
-	// pollDiscovery is how often discovery is asked while the CRD is not
-	// watched (no permission, or not synced yet), and while it fails.
+	// pollDiscovery is how often discovery is asked while the CRD watch
+	// is starting, and while discovery fails.
 	pollDiscovery = 2 * time.Second
+	// deniedDiscovery is how often discovery is asked while the CRD may
+	// not be watched: a version that starts or stops being served is
+	// followed within this long.
+	deniedDiscovery = 30 * time.Second
 	// idleDiscovery is how often discovery is asked while the CRD is
-	// watched and does not change: 3 requests (one per version) in 10
-	// minutes.
+	// watched and does not change: one request in 10 minutes.
 	idleDiscovery = 10 * time.Minute
 	// hurryDiscovery is how often discovery is asked for hurryFor after the
 	// CRD changes: the API server's discovery follows a CRD change a little
 	// later, and so does a version's removal or addition.
 	hurryDiscovery = 500 * time.Millisecond
 	hurryFor       = 10 * time.Second
-	// crdDeniedRetry is how often a refused CRD list is tried again.
-	crdDeniedRetry = time.Minute
+	// crdDeniedRetry is how often a refused CRD list is tried again: a
+	// rule granted later takes effect within this long.
+	crdDeniedRetry = 5 * time.Minute
 )
 
 // ServiceImportCRD is the name of the CustomResourceDefinition that serves
@@ -47,24 +54,64 @@ const ServiceImportCRD = mcsv1beta1.ServiceImportPluralName + "." + mcsv1beta1.G
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// discoveryServed is the served function of a real API server: whether its
-// discovery lists serviceimports in the group's version.
-func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context, string) (bool, error) {
-	return func(_ context.Context, version string) (bool, error) {
-		list, err := disco.ServerResourcesForGroupVersion(ServiceImports(version).GroupVersion().String())
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		for _, r := range list.APIResources {
-			if r.Name == mcsv1beta1.ServiceImportPluralName {
-				return true, nil
+// discoveryServed is the served function of a real API server: which
+// versions of the group list serviceimports. One request answers for every
+// version: the aggregated discovery document of /apis (Kubernetes 1.30 and
+// later serve it; 1.26 to 1.29 behind a feature gate). An API server that
+// answers /apis without it is asked version by version, as before.
+func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context) (map[string]bool, error) {
+	return func(ctx context.Context) (map[string]bool, error) {
+		if rc := disco.RESTClient(); rc != nil {
+			raw, err := rc.Get().AbsPath("/apis").SetHeader("Accept", aggregatedAccept).Do(ctx).Raw()
+			if err != nil {
+				return nil, err
+			}
+			if served, ok := servedIn(raw); ok {
+				return served, nil
 			}
 		}
-		return false, nil
+		served := map[string]bool{}
+		for _, v := range Versions {
+			list, err := disco.ServerResourcesForGroupVersion(ServiceImports(v).GroupVersion().String())
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range list.APIResources {
+				served[v] = served[v] || r.Name == mcsv1beta1.ServiceImportPluralName
+			}
+		}
+		return served, nil
 	}
+}
+
+// aggregatedAccept asks for the aggregated discovery document, or the plain
+// group list where the API server has no such document.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+// servedIn reads an aggregated discovery document: the versions of the
+// group that list serviceimports, and whether raw was such a document.
+func servedIn(raw []byte) (map[string]bool, bool) {
+	var doc apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Kind != "APIGroupDiscoveryList" {
+		return nil, false
+	}
+	served := map[string]bool{}
+	for _, g := range doc.Items {
+		if g.Name != mcsv1beta1.GroupName {
+			continue
+		}
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				if r.Resource == mcsv1beta1.ServiceImportPluralName && slices.Contains(Versions, v.Version) {
+					served[v.Version] = true
+				}
+			}
+		}
+	}
+	return served, true
 }
 
 // newCRDWatch watches the ServiceImport CRD, and nothing else, by name (the
@@ -143,7 +190,9 @@ func (c *Controller) discoveryGap() time.Duration {
 		return c.every
 	case time.Now().Before(c.hurryUntil):
 		return c.hurry
-	case c.crd.HasSynced() && !c.crdAccess.deniedNow.Load():
+	case c.crdAccess.deniedNow.Load():
+		return c.denied
+	case c.crd.HasSynced():
 		return c.idle
 	default:
 		return c.every
@@ -161,17 +210,13 @@ func (c *Controller) discover(ctx context.Context) map[string]bool {
 		return c.lastSeen
 	}
 	c.servedAt = time.Now()
-	served := map[string]bool{}
-	for _, v := range Versions {
-		ok, err := c.served(ctx, v)
-		if err != nil {
-			if !c.discoErr {
-				c.cfg.Log.Warningf("discovery of %s/%s failed, keeping the current views: %v", mcsv1beta1.GroupName, v, err)
-			}
-			c.discoErr = true
-			return nil
+	served, err := c.served(ctx)
+	if err != nil {
+		if !c.discoErr {
+			c.cfg.Log.Warningf("discovery of %s failed, keeping the current views: %v", mcsv1beta1.GroupName, err)
 		}
-		served[v] = ok
+		c.discoErr = true
+		return nil
 	}
 	if c.discoErr {
 		c.cfg.Log.Infof("discovery of %s works again", mcsv1beta1.GroupName)

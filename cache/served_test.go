@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -30,14 +32,15 @@ func TestDiscoveryGap(t *testing.T) {
 		{name: "CRD watched, unchanged", watched: true, want: idleDiscovery},
 		{name: "CRD watched, just changed", watched: true, hurry: true, want: hurryDiscovery},
 		{name: "CRD not synced yet", want: pollDiscovery},
-		{name: "CRD watch refused", watched: true, denied: true, want: pollDiscovery},
+		{name: "CRD watch refused", watched: true, denied: true, want: deniedDiscovery},
+		{name: "CRD watch refused from the start", denied: true, want: deniedDiscovery},
 		{name: "CRD watch refused, just changed", denied: true, hurry: true, want: hurryDiscovery},
 		{name: "discovery failed", watched: true, failed: true, want: pollDiscovery},
 		{name: "discovery failed, CRD just changed", watched: true, failed: true, hurry: true, want: pollDiscovery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Controller{crd: syncedInformer{synced: tc.watched}, discoErr: tc.failed, crdAccess: &permission{},
-				every: pollDiscovery, idle: idleDiscovery, hurry: hurryDiscovery}
+				every: pollDiscovery, denied: deniedDiscovery, idle: idleDiscovery, hurry: hurryDiscovery}
 			c.crdAccess.deniedNow.Store(tc.denied)
 			if tc.hurry {
 				c.crdHurry.Store(true)
@@ -70,7 +73,8 @@ func TestPokeAsksAtOnce(t *testing.T) {
 }
 
 // Without permission to watch the CRD: one log line that says what to grant,
-// and the versions served are still followed, by asking discovery often.
+// and the versions served are still followed, by asking discovery now and
+// then (every 30s; 20ms here).
 func TestControllerPollsWithoutCRDWatch(t *testing.T) {
 	servedOnly = map[string]bool{}
 	defer func() { servedOnly = nil }()
@@ -91,6 +95,38 @@ func TestControllerPollsWithoutCRDWatch(t *testing.T) {
 	if lines := e.logged("cannot watch the ServiceImport CRD"); len(lines) != 1 {
 		t.Errorf("log lines %q, want one", lines)
 	}
+}
+
+// Without the CRD's watch, an object that loses its data in the one view
+// read (rewritten into the other shape, through a version that has just
+// started being served) makes the controller ask discovery at once, not at
+// its next poll: the new shape's view starts and answers.
+func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
+	servedOnly = map[string]bool{V1beta1: true}
+	defer func() { servedOnly = nil }()
+	e := startWith(t, false, func(e *env) {
+		deny := func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+				"", nil)
+		}
+		e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
+		e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
+		e.deniedGap = time.Hour // no poll: only the rewrite can make it ask
+	}, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.eventually("the refusal noticed", func() error {
+		if !e.c.crdAccess.deniedNow.Load() {
+			return fmt.Errorf("the CRD watch is not refused yet")
+		}
+		return nil
+	})
+	e.servedMu.Lock()
+	e.servedSet = map[string]bool{V1beta1: true, V1alpha2: true} // discovery only: no CRD event
+	e.servedMu.Unlock()
+	e.apply(gvr2, v2("demo", "web", "6", "ClusterSetIP", "10.0.0.2"))
+	e.apply(gvrBeta, beta("demo", "web", "6", ""))
+	e.wantViews("[v1alpha2 v1beta1]")
+	e.wantAddrs("web.demo", "10.0.0.2")
 }
 
 // A refusal passes only for an identity that had access, and only for a
@@ -127,6 +163,31 @@ func TestNewer(t *testing.T) {
 	} {
 		if got := newer(tc.a, tc.b); got != tc.want {
 			t.Errorf("newer(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// The aggregated discovery document of /apis: the versions of the group that
+// list serviceimports, whatever else the group or other groups serve.
+func TestServedIn(t *testing.T) {
+	doc := `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[
+	 {"metadata":{"name":"apps"},"versions":[{"version":"v1","resources":[{"resource":"deployments"}]}]},
+	 {"metadata":{"name":"multicluster.x-k8s.io"},"versions":[
+	  {"version":"v1beta1","resources":[{"resource":"serviceimports"},{"resource":"serviceexports"}]},
+	  {"version":"v1alpha2","resources":[{"resource":"serviceimports"}]},
+	  {"version":"v1alpha1","resources":[{"resource":"serviceexports"}]},
+	  {"version":"v9","resources":[{"resource":"serviceimports"}]}]},
+	 {"metadata":{"name":"other.example"},"versions":[{"version":"v1alpha1","resources":[{"resource":"serviceimports"}]}]}]}`
+	got, ok := servedIn([]byte(doc))
+	if !ok || !maps.Equal(got, map[string]bool{V1beta1: true, V1alpha2: true}) {
+		t.Errorf("served %v (a document: %v), want v1beta1 and v1alpha2", got, ok)
+	}
+	for _, plain := range []string{
+		`{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"multicluster.x-k8s.io"}]}`,
+		`not json`, ``,
+	} {
+		if got, ok := servedIn([]byte(plain)); ok {
+			t.Errorf("%q read as an aggregated document: %v", plain, got)
 		}
 	}
 }

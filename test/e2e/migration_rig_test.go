@@ -360,6 +360,12 @@ func (r *migRig) runCoreDNS(options ...string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.runCoreDNSAs(id, options...)
+}
+
+// runCoreDNSAs is runCoreDNS as another identity.
+func (r *migRig) runCoreDNSAs(id *harness.Identity, options ...string) {
+	r.t.Helper()
 	promPort, err := harness.FreeTCPPort()
 	if err != nil {
 		r.t.Fatal(err)

@@ -116,6 +116,64 @@ func TestQuietWhenIdle(t *testing.T) {
 	r.checkLog()
 }
 
+// chartUser is our CoreDNS run with the rules of the official coredns Helm
+// chart (coredns/helm, chart 1.46: templates/clusterrole.yaml with
+// rbac.multiclusterEnable), which grant no read of the CRD.
+const chartUser = "coredns-chart"
+
+// chartClusterRole is that chart's ClusterRole, rule for rule.
+func chartClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: chartUser},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{cache.ServiceImportResource.Group}, Resources: []string{"serviceexports", "serviceimports"}, Verbs: []string{"list", "watch"}},
+		},
+	}
+}
+
+// TestQuietWithChartRules: with exactly the official coredns chart's rules
+// (no read of the CRD), ours answers, says once which rule is missing, and
+// asks the API server at most 3 times a minute beyond its watches while
+// idle (it asked 90 times before it learnt to).
+func TestQuietWithChartRules(t *testing.T) {
+	t.Parallel()
+	r := migStartWith(t, "chart", "chart", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
+	r.create(migImport("v1beta1", "chart", "web", "ClusterSetIP", "10.73.0.1"))
+	id, err := r.env.Identity(r.ctx, chartUser, chartClusterRole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.runCoreDNSAs(id)
+	r.answers("web.chart.svc.clusterset.local.", "10.73.0.1")
+	missing := "cannot watch the ServiceImport CRD"
+	harness.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(r.dns.Output(), missing) {
+			return errors.New("the missing CRD rule is not logged yet")
+		}
+		return nil
+	})
+	since := time.Now()
+	time.Sleep(quietWindow)
+	evs, err := r.env.AuditEvents(chartUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = beyondWatches(evs)
+	perMinute := float64(len(evs)) / quietWindow.Minutes()
+	r.logf("idle for %s with the coredns chart's rules: %d requests beyond its watches (%.2f a minute: %s)",
+		quietWindow, len(evs), perMinute, auditSummary(evs))
+	if perMinute > 3 {
+		t.Errorf("idle with the chart's rules, ours made %.2f requests a minute beyond its watches, want at most 3: %s", perMinute, auditSummary(evs))
+	}
+	if n := strings.Count(r.dns.Output(), missing); n != 1 {
+		t.Errorf("the missing CRD rule logged %d times, want once:\n%s", n, r.dns.Output())
+	}
+	r.answers("web.chart.svc.clusterset.local.", "10.73.0.1")
+	r.checkLog()
+}
+
 // beyondWatches drops the watches: what a replica asks beyond them.
 func beyondWatches(evs []auditv1.Event) []auditv1.Event {
 	var out []auditv1.Event
