@@ -1,0 +1,202 @@
+// Command in-place adds the multicluster plugin to the cluster's own CoreDNS
+// (kubeadm's layout by default) and takes it out again:
+//
+//	in-place install --image IMAGE [flags]
+//	in-place uninstall [--force] [flags]
+//	in-place corefile [--zone ZONE] < Corefile
+//
+// install adds to CoreDNS's ClusterRole the rules of deploy/rbac.yaml it
+// lacks, sets the CoreDNS container's image to IMAGE (CoreDNS built with the
+// plugin) and adds "multicluster ZONE" before the kubernetes directive of the
+// Corefile, in that order. It keeps the originals in the ConfigMap
+// coredns-multicluster-in-place; uninstall restores them, in the reverse
+// order. corefile prints the edited Corefile and reads nothing else.
+//
+// deploy/in-place.sh builds and runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const usage = `usage:
+  in-place install --image IMAGE [flags]   add the multicluster plugin to the cluster's CoreDNS
+  in-place uninstall [--force] [flags]     restore what install changed
+  in-place corefile [--zone ZONE]          read a Corefile on stdin, print it edited on stdout
+
+install, in this order: adds to the ClusterRole the rules of deploy/rbac.yaml it
+lacks; sets the CoreDNS container's image to IMAGE (CoreDNS built with the
+plugin) and waits for the rollout; adds "multicluster ZONE" before the
+kubernetes directive of the Corefile. The originals are kept in the ConfigMap
+coredns-multicluster-in-place. Run again, install only sets the image.
+
+uninstall restores the Corefile, the image and the rules, in this order, and
+deletes that ConfigMap. It refuses when one of them changed since install;
+--force restores the originals anyway.
+
+The kubeconfig is read as kubectl reads it (KUBECONFIG, ~/.kube/config,
+--kubeconfig, --context).
+
+flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the command; it returns the exit code: 0, 1 on an error, 2 on a
+// refusal or a usage error.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := stderr
+		code := 2
+		if len(args) > 0 {
+			w, code = stdout, 0
+		}
+		fmt.Fprint(w, usage)
+		fs := newFlags("help", &options{}, new(string), new(string))
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		return code
+	}
+	cmd := args[0]
+	o := &options{out: stdout, errOut: stderr}
+	var kubeconfig, kubecontext string
+	fs := newFlags(cmd, o, &kubeconfig, &kubecontext)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	switch cmd {
+	case "install", "uninstall", "corefile":
+	default:
+		fmt.Fprintf(stderr, "error: unknown command %q\n\n", cmd)
+		fs.Usage()
+		return 2
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if cmd == "corefile" {
+		return corefileCmd(o.zone, stdin, stdout, stderr)
+	}
+	if cmd == "install" && o.image == "" {
+		fmt.Fprintln(stderr, "error: install needs --image IMAGE (CoreDNS built with the multicluster plugin)")
+		return 2
+	}
+	if cmd == "uninstall" && (o.image != "") {
+		fmt.Fprintln(stderr, "error: uninstall takes no --image: it restores the original")
+		return 2
+	}
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: kubeconfig: %v\n", err)
+		return 1
+	}
+	cfg.UserAgent = "coredns-multicluster-in-place"
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if cmd == "install" {
+		err = install(ctx, c, o)
+	} else {
+		err = uninstall(ctx, c, o)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if isRefusal(err) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("in-place "+cmd, flag.ContinueOnError)
+	fs.StringVar(&o.zone, "zone", "clusterset.local", "the zone the multicluster plugin serves")
+	if cmd == "corefile" {
+		return fs
+	}
+	fs.StringVar(kubeconfig, "kubeconfig", "", "the kubeconfig file (default: as kubectl: $KUBECONFIG, ~/.kube/config)")
+	fs.StringVar(kubecontext, "context", "", "the kubeconfig context (default: its current context)")
+	fs.StringVar(&o.namespace, "namespace", "kube-system", "the namespace of CoreDNS's ConfigMap and Deployment")
+	fs.StringVar(&o.configMap, "configmap", "coredns", "CoreDNS's ConfigMap")
+	fs.StringVar(&o.key, "key", "Corefile", "the ConfigMap's key that holds the Corefile")
+	fs.StringVar(&o.deployment, "deployment", "coredns", "CoreDNS's Deployment")
+	fs.StringVar(&o.container, "container", "coredns", "the Deployment's CoreDNS container")
+	fs.StringVar(&o.clusterRole, "clusterrole", "system:coredns", "the ClusterRole bound to CoreDNS's ServiceAccount")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
+	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for the Deployment's rollout before the next step; 0: do not wait")
+	if cmd == "install" || cmd == "help" {
+		fs.StringVar(&o.image, "image", "", "CoreDNS built with the multicluster plugin (required)")
+	}
+	if cmd == "uninstall" || cmd == "help" {
+		fs.BoolVar(&o.force, "force", false, "restore the originals even where someone changed them since install")
+	}
+	return fs
+}
+
+// corefileCmd is the offline subcommand: stdin to stdout.
+func corefileCmd(zone string, stdin io.Reader, stdout, stderr io.Writer) int {
+	in, err := io.ReadAll(stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: reading stdin: %v\n", err)
+		return 1
+	}
+	e, err := editCorefile(string(in), zone)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if isRefusal(err) {
+			return 2
+		}
+		return 1
+	}
+	for _, n := range e.notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	switch {
+	case !e.changed:
+		fmt.Fprintf(stderr, "note: server block %q already has multicluster %s (line %d): nothing to change\n", e.block, display(mustZone(zone)), e.line)
+	case e.converted:
+		fmt.Fprintf(stderr, "note: server block %q: moved %s from the kubernetes plugin's multicluster option to the multicluster plugin (line %d)\n", e.block, display(mustZone(zone)), e.line)
+	}
+	if !e.reload {
+		fmt.Fprintf(stderr, "note: server block %q has no reload plugin: restart CoreDNS after changing its Corefile\n", e.block)
+	}
+	fmt.Fprint(stdout, e.out)
+	return 0
+}
+
+func mustZone(z string) string {
+	f, err := normalizeZone(z)
+	if err != nil {
+		return z
+	}
+	return f
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Adds the multicluster plugin to the cluster's own CoreDNS (kubeadm's layout
+# by default), or takes it out again. A thin wrapper: it builds cmd/in-place
+# of this repository and runs it from the directory it was called from.
+set -euo pipefail
+
+usage() {
+	cat <<'USAGE'
+usage: deploy/in-place.sh install --image IMAGE [flags]
+       deploy/in-place.sh uninstall [--force] [flags]
+       deploy/in-place.sh corefile [--zone ZONE] < Corefile > Corefile.new
+
+install    adds to the ClusterRole system:coredns the rules of deploy/rbac.yaml it
+           lacks, sets the coredns container's image to IMAGE (CoreDNS built with
+           the multicluster plugin: make image) and waits for the rollout, then adds
+           "multicluster clusterset.local" before the kubernetes directive of the
+           Corefile (ConfigMap coredns). The originals are kept in the ConfigMap
+           coredns-multicluster-in-place. Run again, it only sets the image.
+uninstall  restores the Corefile, the image and the rules, in that order; refuses
+           when one of them changed since install (--force restores anyway).
+corefile   offline: prints the edited Corefile of stdin (exit 2 and the reason
+           on stderr when it will not edit it), for Helm or k3s installs.
+
+flags (kubeadm's defaults):
+  --kubeconfig FILE --context NAME   as kubectl (default: $KUBECONFIG, ~/.kube/config)
+  --namespace kube-system --configmap coredns --key Corefile
+  --deployment coredns --container coredns --clusterrole system:coredns
+  --zone clusterset.local
+  --dry-run          print what would change, change nothing
+  --wait 5m          how long to wait for the rollout (0: do not wait)
+
+needs: go (the version in go.mod). See deploy/README.md.
+USAGE
+}
+
+case "${1:-}" in
+install | uninstall | corefile) ;;
+-h | --help | help)
+	usage
+	exit 0
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# Built from the repository root, run from here: relative --kubeconfig paths
+# and stdin stay the caller's, and the exit code (2: refused) is the command's.
+(cd "$root" && GOWORK=off go build -buildvcs=false -o "$tmp/in-place" ./cmd/in-place)
+"$tmp/in-place" "$@"
