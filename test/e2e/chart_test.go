@@ -1,0 +1,415 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// chartDir is the Helm chart that deploy/*.yaml are rendered from
+// (hack/generate.sh).
+const chartDir = "deploy/chart/coredns-multicluster"
+
+// chartDigest is a well-formed image digest for the tests' values.
+const chartDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// chartEverything turns every optional part of the chart on and sets every
+// value a user is likely to set.
+const chartEverything = `
+image:
+  repository: registry.example/dns/coredns-multicluster
+  digest: ` + chartDigest + `
+  pullPolicy: Always
+imagePullSecrets:
+- name: registry-example
+replicas: 3
+resources:
+  requests: {cpu: 250m, memory: 128Mi}
+  limits: {cpu: "1", memory: 512Mi}
+corefile:
+  multiclusterOptions: |
+    ttl 10
+    fallthrough
+  extraPlugins: |
+    log
+topologySpread:
+  whenUnsatisfiable: DoNotSchedule
+  topologyKeys: [kubernetes.io/hostname]
+pdb:
+  enabled: false
+priorityClassName: ""
+podAnnotations:
+  example.com/team: dns
+service:
+  annotations: {}
+serviceMonitor:
+  enabled: true
+  interval: 15s
+  labels: {release: kube-prometheus-stack}
+prometheusRule:
+  enabled: true
+  labels: {release: kube-prometheus-stack}
+dashboard:
+  enabled: true
+  annotations: {grafana_folder: DNS}
+`
+
+// helm runs the helm that hack/generate.sh builds from hack/tools into
+// .cache/tools, in the repository, with its cache, configuration and data
+// in a temporary directory. It returns standard output.
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	bin := filepath.Join(env.Repo, ".cache", "tools", "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v: hack/generate.sh builds helm (hack/tools) there", err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = env.Repo
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.Bytes(), nil
+}
+
+// valuesFile writes values to a file for helm's --values.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// renderChart runs helm template for release in ns with extra arguments and
+// decodes the objects.
+func renderChart(t *testing.T, release, ns string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", ns}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := contract.DecodeYAML(out)
+	if err != nil {
+		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return objs
+}
+
+func describeAll(objs []*unstructured.Unstructured) []string {
+	var d []string
+	for _, o := range objs {
+		d = append(d, contract.Describe(o))
+	}
+	slices.Sort(d)
+	return d
+}
+
+// TestChartLint: helm lint --strict passes with the default values and with
+// every optional part on, and the values schema refuses a misspelt value and
+// a malformed digest.
+func TestChartLint(t *testing.T) {
+	for name, args := range map[string][]string{
+		"defaults":   nil,
+		"everything": {"--values", valuesFile(t, chartEverything)},
+		"in deploy/": {"--set", "chartLabels=false", "--namespace", deployNS},
+	} {
+		out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else {
+			t.Logf("%s: %s", name, strings.TrimSpace(string(out)))
+		}
+	}
+	for set, want := range map[string]string{
+		"replicaz=3":                  "replicaz",
+		"image.digest=latest":         "digest",
+		"pdb.maxUnavailable=one":      "maxUnavailable",
+		"topologySpread.maxSkew=zero": "maxSkew",
+	} {
+		if _, err := helm(t, "lint", "--strict", chartDir, "--set", set); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("helm lint --set %s: %v, want a schema error naming %s", set, err, want)
+		}
+	}
+}
+
+// TestChartRendersDeploy: the chart with its default values and
+// chartLabels=false, released as coredns-multicluster in kube-system, gives
+// exactly the objects of deploy/*.yaml (hack/test.sh checks the bytes; this
+// is the same check without hack/generate.sh), and the chart's crds/ holds
+// deploy/crds' CRD.
+func TestChartRendersDeploy(t *testing.T) {
+	rendered := renderChart(t, deployName, deployNS, "--set", "chartLabels=false", "--include-crds")
+	deployed := deployObjects(t)
+	if got, want := describeAll(rendered), describeAll(deployed); !slices.Equal(got, want) {
+		t.Fatalf("the chart renders %q, deploy/ and deploy/crds hold %q", got, want)
+	}
+	for _, d := range deployed {
+		for _, r := range rendered {
+			if contract.Describe(r) == contract.Describe(d) && !reflect.DeepEqual(r.Object, d.Object) {
+				t.Errorf("%s: the chart renders\n%s\ndeploy/ holds\n%s (run hack/generate.sh)", contract.Describe(d), mustJSON(r.Object), mustJSON(d.Object))
+			}
+		}
+	}
+
+	// A Helm release's labels otherwise, on every object and in the selectors.
+	for _, o := range renderChart(t, deployName, deployNS) {
+		l := o.GetLabels()
+		if l["app.kubernetes.io/managed-by"] != "Helm" || l["app.kubernetes.io/instance"] != deployName || l["helm.sh/chart"] == "" {
+			t.Errorf("%s: labels %v, want a Helm release's", contract.Describe(o), l)
+		}
+		if o.GetKind() == "Deployment" {
+			d := find[appsv1.Deployment](t, []*unstructured.Unstructured{o}, "Deployment")
+			if d.Spec.Selector.MatchLabels["app.kubernetes.io/instance"] != deployName {
+				t.Errorf("Deployment selector %v, want the release's instance label", d.Spec.Selector.MatchLabels)
+			}
+		}
+	}
+}
+
+// TestChartDryRun renders the chart with the default values and with every
+// optional part on, and sends every object to the real API server with a
+// server-side dry run (strict field validation): a create, or a full update
+// of the object stored already. For the ServiceMonitor and the
+// PrometheusRule it installs their CRDs, generated by controller-gen from
+// the Prometheus Operator's Go types (as the Prometheus Operator generates
+// its own; no Go module ships its CRD files), and also decodes both strictly
+// into those types and checks them against the Service and deploy/monitoring.
+func TestChartDryRun(t *testing.T) {
+	const ns = "chart-test"
+	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
+	installMonitoringCRDs(t)
+
+	t.Run("defaults", func(t *testing.T) {
+		objs := renderChart(t, deployName, deployNS, "--include-crds")
+		want := []string{
+			"ClusterRole " + deployName,
+			"ClusterRoleBinding " + deployName,
+			"ConfigMap " + deployNS + "/" + deployName,
+			"CustomResourceDefinition " + crdName,
+			"Deployment " + deployNS + "/" + deployName,
+			"PodDisruptionBudget " + deployNS + "/" + deployName,
+			"Service " + deployNS + "/" + deployName,
+			"ServiceAccount " + deployNS + "/" + deployName,
+		}
+		if got := describeAll(objs); !slices.Equal(got, want) {
+			t.Errorf("objects %q, want %q", got, want)
+		}
+		dryRunAll(t, objs)
+	})
+
+	t.Run("everything", func(t *testing.T) {
+		// A release name without the chart's: every object is <release>-coredns-multicluster.
+		const release, name = "dns", "dns-coredns-multicluster"
+		objs := renderChart(t, release, ns, "--values", valuesFile(t, chartEverything))
+		want := []string{
+			"ClusterRole " + name,
+			"ClusterRoleBinding " + name,
+			"ConfigMap " + ns + "/" + name,
+			"ConfigMap " + ns + "/" + name + "-dashboard",
+			"Deployment " + ns + "/" + name,
+			"PrometheusRule " + ns + "/" + name,
+			"Service " + ns + "/" + name,
+			"ServiceAccount " + ns + "/" + name,
+			"ServiceMonitor " + ns + "/" + name,
+		}
+		if got := describeAll(objs); !slices.Equal(got, want) {
+			t.Errorf("objects %q, want %q (no PodDisruptionBudget)", got, want)
+		}
+		dryRunAll(t, objs)
+
+		var core []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetName() == name {
+				core = append(core, o)
+			}
+		}
+		d := find[appsv1.Deployment](t, core, "Deployment")
+		svc := find[corev1.Service](t, core, "Service")
+		cm := find[corev1.ConfigMap](t, core, "ConfigMap")
+		c := d.Spec.Template.Spec.Containers[0]
+		if want := "registry.example/dns/coredns-multicluster@" + chartDigest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
+			t.Errorf("image %s (%s), want %s (Always)", c.Image, c.ImagePullPolicy, want)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+			t.Errorf("replicas %v, want 3", d.Spec.Replicas)
+		}
+		if c.Resources.Limits.Cpu().String() != "1" || c.Resources.Requests.Memory().String() != "128Mi" {
+			t.Errorf("resources %s, want the values'", mustJSON(c.Resources))
+		}
+		if tsc := d.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
+			t.Errorf("topology spread %s, want one on hostname, DoNotSchedule", mustJSON(tsc))
+		}
+		if d.Spec.Template.Spec.ServiceAccountName != name || d.Spec.Template.Spec.Volumes[0].ConfigMap.Name != name {
+			t.Errorf("the pods run as %s with ConfigMap %s, want %s", d.Spec.Template.Spec.ServiceAccountName, d.Spec.Template.Spec.Volumes[0].ConfigMap.Name, name)
+		}
+		conf := parseCorefile(t, cm.Data["Corefile"])
+		for _, line := range []string{"log", "multicluster clusterset.local {", "ttl 10", "fallthrough"} {
+			if !slices.ContainsFunc(strings.Split(conf.text, "\n"), func(l string) bool { return strings.TrimSpace(l) == line }) {
+				t.Errorf("the Corefile has no line %q:\n%s", line, conf.text)
+			}
+		}
+
+		// The Prometheus Operator's objects, strictly into their Go types.
+		sm := decodeStrict[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
+		if sm.Labels["release"] != "kube-prometheus-stack" {
+			t.Errorf("ServiceMonitor labels %v, want the values'", sm.Labels)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(svc.Labels)) || len(sm.Spec.Endpoints) != 1 ||
+			!slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port }) ||
+			!slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{ns}) {
+			t.Errorf("ServiceMonitor %s does not select the Service (labels %v, ports %s)", mustJSON(sm.Spec), svc.Labels, mustJSON(svc.Spec.Ports))
+		}
+		rule := decodeStrict[monitoringv1.PrometheusRule](t, objs, "PrometheusRule")
+		var file struct {
+			Groups []monitoringv1.RuleGroup `json:"groups"`
+		}
+		data, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/prometheus/coredns-multicluster.rules.yaml"))
+		if err == nil {
+			err = yaml.UnmarshalStrict(data, &file)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(file.Groups) == 0 || !reflect.DeepEqual(rule.Spec.Groups, file.Groups) {
+			t.Errorf("PrometheusRule groups %s, want deploy/monitoring's %s", mustJSON(rule.Spec.Groups), mustJSON(file.Groups))
+		}
+		dash := find[corev1.ConfigMap](t, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool {
+			return o.GetName() != name+"-dashboard"
+		}), "ConfigMap")
+		dashJSON, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := dash.Data["coredns-multicluster.json"]
+		if strings.TrimSpace(got) != strings.TrimSpace(string(dashJSON)) || !json.Valid([]byte(got)) {
+			t.Errorf("the dashboard ConfigMap does not hold deploy/monitoring/dashboard.json")
+		}
+		if dash.Labels["grafana_dashboard"] != "1" || dash.Annotations["grafana_folder"] != "DNS" {
+			t.Errorf("dashboard ConfigMap labels %v, annotations %v", dash.Labels, dash.Annotations)
+		}
+	})
+}
+
+// decodeStrict converts the one object of that kind into T, failing on
+// unknown fields.
+func decodeStrict[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out := new(T)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, out, true); err != nil {
+				t.Fatalf("%s into %T: %v", contract.Describe(o), out, err)
+			}
+			return out
+		}
+	}
+	t.Fatalf("no %s", kind)
+	return nil
+}
+
+// installMonitoringCRDs installs the CRDs of ServiceMonitor and
+// PrometheusRule for the rest of t: controller-gen (hack/generate.sh builds
+// it from hack/tools into .cache/tools) generates them from the Prometheus
+// Operator's package monitoring/v1 at the version of test/e2e's go.mod.
+func installMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(env.Repo, ".cache", "tools", "controller-gen")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v: hack/generate.sh builds controller-gen (hack/tools) there", err)
+	}
+	dir := t.TempDir()
+	pkg := reflect.TypeFor[monitoringv1.ServiceMonitor]().PkgPath()
+	cmd := exec.Command(bin, "crd", "paths="+pkg, "output:crd:dir="+dir)
+	cmd.Dir = filepath.Join(env.Repo, "test", "e2e")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen crd paths=%s: %v\n%s", pkg, err, out)
+	}
+	opts := envtest.CRDInstallOptions{
+		Paths: []string{
+			filepath.Join(dir, monitoringv1.SchemeGroupVersion.Group+"_"+monitoringv1.ServiceMonitorName+".yaml"),
+			filepath.Join(dir, monitoringv1.SchemeGroupVersion.Group+"_"+monitoringv1.PrometheusRuleName+".yaml"),
+		},
+		ErrorIfPathMissing: true,
+	}
+	crds, err := env.InstallCRDs(opts.Paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range crds {
+		t.Logf("installed CRD %s (controller-gen, %s)", c.Name, pkg)
+	}
+	t.Cleanup(func() {
+		if err := envtest.UninstallCRDs(env.Config, opts); err != nil {
+			t.Error(err)
+		}
+		env.Mapper.Reset()
+	})
+}
+
+// dryRunAll sends every object to the API server with a server-side dry
+// run: an update of the object stored already, or a create.
+func dryRunAll(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := harness.Context(time.Minute)
+	defer cancel()
+	dryRun := []string{metav1.DryRunAll}
+	for _, o := range objs {
+		desc := contract.Describe(o)
+		ri, err := env.Resource(o)
+		if err != nil {
+			t.Errorf("%s: %v", desc, err)
+			continue
+		}
+		stored, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			u := o.DeepCopy()
+			u.SetResourceVersion(stored.GetResourceVersion())
+			if _, err := ri.Update(ctx, u, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
+				t.Errorf("%s: dry-run update of the stored object: %v", desc, err)
+			} else {
+				t.Logf("%s: exists; dry-run update passed", desc)
+			}
+		case !apierrors.IsNotFound(err):
+			t.Errorf("%s: %v", desc, err)
+		default:
+			if _, err := ri.Create(ctx, o, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
+				t.Errorf("%s: dry-run create: %v", desc, err)
+			} else {
+				t.Logf("%s: dry-run create passed", desc)
+			}
+		}
+	}
+}
