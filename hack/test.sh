@@ -11,8 +11,9 @@
 #     2 cores, reused afterwards), the project's CoreDNS, dig, and stock
 #     CoreDNS v1.15.0 (hack/stock.sh, built once into .cache/bench, about 5
 #     CPU-minutes) for the parity check against it (TestParityWithStock).
-# It installs dig (bind9-dnsutils), promtool (prometheus) and a C compiler for
-# -race when missing, with apt-get when run as root. Full logs go to .cache/test-logs/.
+# It installs dig (bind9-dnsutils), promtool (prometheus), runc, ip (iproute2),
+# dnsmasq (dnsmasq-base) and a C compiler for -race when missing, with apt-get
+# when run as root. Full logs go to .cache/test-logs/.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +46,17 @@ fi
 if ! command -v promtool >/dev/null; then
 	step "installing promtool (apt-get install prometheus)"
 	apt_install prometheus
+fi
+# The image under a container runtime as the kubelet starts it (runc, in a
+# network namespace of its own: ip), and kube-dns's forwarder (dnsmasq) for
+# the forwarding snippets of deploy/forwarding.md.
+missing=()
+command -v runc >/dev/null || missing+=(runc)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
+if [ ${#missing[@]} -gt 0 ]; then
+	step "installing ${missing[*]} (apt-get install)"
+	apt_install "${missing[@]}"
 fi
 if ! command -v "$(go env CC)" >/dev/null; then
 	step "installing a C compiler for go test -race (apt-get install gcc libc6-dev)"
