@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, etcd and kubectl from the Go module proxy into
-# .cache/bin (git-ignored) and reuses them while hack/realenv/go.{mod,sum} are
-# unchanged. A cold build costs about 15 CPU-minutes; it says so while it runs.
+# .cache/bin (git-ignored), with kubeadm-coredns.yaml beside them: the CoreDNS
+# objects kubeadm creates, as its own code renders them (kubeadmdns/), and
+# reuses them while hack/realenv/go.{mod,sum} and kubeadmdns are unchanged. A cold build costs about 15 CPU-minutes; it says so while it runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 out=${REALENV_BIN:-$top/.cache/bin}
-stamp_want=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)
-if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kubectl" ] &&
+stamp_want=$(cat "$here/go.mod" "$here/go.sum" "$here/kubeadmdns/main.go" | sha256sum | cut -c1-16)
+if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kubectl" ] && [ -s "$out/kubeadm-coredns.yaml" ] &&
 	[ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp_want" ]; then
 	echo "realenv: reusing kube-apiserver, etcd and kubectl in $out"
 	exit 0
@@ -29,4 +30,7 @@ build() {
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
+build kubeadmdns ./kubeadmdns
+"$out/kubeadmdns" >"$out/kubeadm-coredns.yaml.tmp"
+mv "$out/kubeadm-coredns.yaml.tmp" "$out/kubeadm-coredns.yaml"
 echo "$stamp_want" > "$out/.stamp"

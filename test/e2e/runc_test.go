@@ -70,7 +70,7 @@ func TestRuncImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := serviceAccountToken(t, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName, role.Rules)
+	token := serviceAccountToken(t, env, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName, role.Rules)
 
 	for _, tc := range []struct {
 		name           string
@@ -201,7 +201,7 @@ func expectIn(t *testing.T, pod *harness.Pod, tc contract.Case, extra ...string)
 // serviceAccountToken waits until the ServiceAccount may do what rules
 // grant (RBAC's caches follow watches) and returns a token of it, from the
 // TokenRequest API, as the kubelet mounts one.
-func serviceAccountToken(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) string {
+func serviceAccountToken(t *testing.T, e *harness.Env, ns, name string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
@@ -212,7 +212,7 @@ func serviceAccountToken(t *testing.T, ns, name string, rules []rbacv1.PolicyRul
 			if len(r.ResourceNames) > 0 {
 				attrs.Name = r.ResourceNames[0]
 			}
-			review, err := env.Clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			review, err := e.Clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 				Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, ResourceAttributes: attrs}}, metav1.CreateOptions{})
 			if err != nil || !review.Status.Allowed {
 				return fmt.Errorf("%s may not %s %s: %v", sa, attrs.Verb, attrs.Resource, err)
@@ -220,7 +220,7 @@ func serviceAccountToken(t *testing.T, ns, name string, rules []rbacv1.PolicyRul
 		}
 		return nil
 	})
-	tok, err := env.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tok, err := e.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

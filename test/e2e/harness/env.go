@@ -52,6 +52,9 @@ type Options struct {
 	// Audit makes kube-apiserver write an audit log of every request, at
 	// the Metadata level (who, what, when), for AuditEvents to read.
 	Audit bool
+	// ServiceClusterIPRange is kube-apiserver's Service CIDR; envtest's
+	// 10.0.0.0/24 when empty (kubeadm's is 10.96.0.0/12).
+	ServiceClusterIPRange string
 }
 
 // Env is a running etcd and kube-apiserver, listening on 127.0.0.1 only, with
@@ -134,6 +137,9 @@ func Start(opts Options) (*Env, error) {
 		// Loopback is refused there unless nothing publishes them.
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
+	if opts.ServiceClusterIPRange != "" {
+		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
+	}
 	if opts.Audit {
 		policy := filepath.Join(tmp, "audit-policy.yaml")
 		e.auditLog = filepath.Join(tmp, "audit.log")

@@ -274,7 +274,15 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 	if probe == nil || probe.HTTPGet == nil {
 		return fmt.Errorf("no httpGet probe")
 	}
-	u := fmt.Sprintf("http://127.0.0.1:%d%s", probe.HTTPGet.Port.IntValue(), probe.HTTPGet.Path)
+	port := probe.HTTPGet.Port.IntValue()
+	if name := probe.HTTPGet.Port.StrVal; name != "" { // a named port, as kubeadm's probes have
+		i := slices.IndexFunc(p.Container.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == name })
+		if i < 0 {
+			return fmt.Errorf("probe port %q: the container has no such port", name)
+		}
+		port = int(p.Container.Ports[i].ContainerPort)
+	}
+	u := fmt.Sprintf("http://127.0.0.1:%d%s", port, probe.HTTPGet.Path)
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 		Dial: func(network, addr string) (conn net.Conn, err error) {
 			err = InNetns(p.Netns, func() error { conn, err = net.DialTimeout(network, addr, time.Second); return err })
