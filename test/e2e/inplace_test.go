@@ -127,40 +127,7 @@ func TestInPlaceKubeadm(t *testing.T) {
 	if err := pod.WaitReady(90 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := e.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 10*time.Second, func() error {
-		r, err := pod.Dig("kubernetes.default.svc.cluster.local.", "A")
-		if err == nil && (r.Rcode != "NOERROR" || !slices.Equal(answerSet(r.Answer), answerSet([]dns.RR{&dns.A{
-			Hdr: dns.RR_Header{Name: "kubernetes.default.svc.cluster.local.", Rrtype: dns.TypeA, Class: dns.ClassINET},
-			A:   net.ParseIP(svc.Spec.ClusterIP)}}))) {
-			err = harness.Permanent(fmt.Errorf("kubernetes.default.svc.cluster.local A, want %s:\n%s", svc.Spec.ClusterIP, r))
-		}
-		return err
-	})
-	// The contract, through the cluster's CoreDNS: its cache 30 in front
-	// lowers TTLs, so rcode and answer records are compared.
-	asked := 0
-	for _, tc := range contract.Cases {
-		if !dns.IsSubDomain(apex, tc.Name) {
-			continue
-		}
-		asked++
-		extra := []string{}
-		if strings.Contains(strings.Join(tc.Answer, " "), "127.0.0.1") {
-			extra = append(extra, "+tcp") // the query's own address: see TestRuncImage
-		}
-		r, err := pod.Dig(tc.Name, tc.Type, extra...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := cmp.Or(tc.Rcode, "NOERROR"); r.Rcode != want || !slices.Equal(answerSet(r.Answer), answerSet(parseRRs(t, tc.Answer))) {
-			t.Errorf("%s %s: want %s %q\n%s", tc.Name, tc.Type, want, tc.Answer, r)
-		}
-	}
-	t.Logf("%d contract questions answered by kubeadm's CoreDNS with the plugin", asked)
+	answersClusterAndZone(ctx, t, e, pod)
 
 	// Idle: the ServiceAccount's requests beyond its watches.
 	since := time.Now()
@@ -209,6 +176,47 @@ func readKubeadmObjects(ctx context.Context, t *testing.T, e *harness.Env) kubea
 		t.Fatal(err)
 	}
 	return o
+}
+
+// answersClusterAndZone asks a pod that runs the cluster's CoreDNS with the
+// plugin: kubernetes.default.svc.cluster.local answers the kubernetes
+// Service's address, and every contract question in the zone its answer. A
+// cache in the cluster's Corefile lowers TTLs, so rcode and answer records
+// are compared.
+func answersClusterAndZone(ctx context.Context, t *testing.T, e *harness.Env, pod *harness.Pod) {
+	t.Helper()
+	svc, err := e.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, func() error {
+		r, err := pod.Dig("kubernetes.default.svc.cluster.local.", "A")
+		if err == nil && (r.Rcode != "NOERROR" || !slices.Equal(answerSet(r.Answer), answerSet([]dns.RR{&dns.A{
+			Hdr: dns.RR_Header{Name: "kubernetes.default.svc.cluster.local.", Rrtype: dns.TypeA, Class: dns.ClassINET},
+			A:   net.ParseIP(svc.Spec.ClusterIP)}}))) {
+			err = harness.Permanent(fmt.Errorf("kubernetes.default.svc.cluster.local A, want %s:\n%s", svc.Spec.ClusterIP, r))
+		}
+		return err
+	})
+	asked := 0
+	for _, tc := range contract.Cases {
+		if !dns.IsSubDomain(apex, tc.Name) {
+			continue
+		}
+		asked++
+		extra := []string{}
+		if strings.Contains(strings.Join(tc.Answer, " "), "127.0.0.1") {
+			extra = append(extra, "+tcp") // the query's own address: see TestRuncImage
+		}
+		r, err := pod.Dig(tc.Name, tc.Type, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := cmp.Or(tc.Rcode, "NOERROR"); r.Rcode != want || !slices.Equal(answerSet(r.Answer), answerSet(parseRRs(t, tc.Answer))) {
+			t.Errorf("%s %s: want %s %q\n%s", tc.Name, tc.Type, want, tc.Answer, r)
+		}
+	}
+	t.Logf("kubernetes.default.svc.cluster.local and %d contract questions answered by the cluster's CoreDNS with the plugin", asked)
 }
 
 // parseRRs reads records in zone-file text.
