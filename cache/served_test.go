@@ -79,12 +79,7 @@ func TestControllerPollsWithoutCRDWatch(t *testing.T) {
 	servedOnly = map[string]bool{}
 	defer func() { servedOnly = nil }()
 	e := startWith(t, false, func(e *env) {
-		deny := func(clienttesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-				"", nil)
-		}
-		e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
-		e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
+		denyCRD(e)
 	}, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
 	e.wantAddrs("web.demo")
 	e.servedMu.Lock()
@@ -105,12 +100,7 @@ func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
 	servedOnly = map[string]bool{V1beta1: true}
 	defer func() { servedOnly = nil }()
 	e := startWith(t, false, func(e *env) {
-		deny := func(clienttesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-				"", nil)
-		}
-		e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
-		e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
+		denyCRD(e)
 		e.deniedGap = time.Hour // no poll: only the rewrite can make it ask
 	}, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
 	e.wantAddrs("web.demo", "10.0.0.1")
@@ -127,6 +117,17 @@ func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
 	e.apply(gvrBeta, beta("demo", "web", "6", ""))
 	e.wantViews("[v1alpha2 v1beta1]")
 	e.wantAddrs("web.demo", "10.0.0.2")
+}
+
+// denyCRD refuses every list and watch of the CRD, as the official coredns
+// chart's RBAC does.
+func denyCRD(e *env) {
+	deny := func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+			"", nil)
+	}
+	e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
+	e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
 }
 
 // A refusal passes only for an identity that had access, and only for a

@@ -11,12 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/internal/contract"
-	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // chartDir is the Helm chart that deploy/*.yaml are rendered from
@@ -224,7 +221,7 @@ func TestChartDryRun(t *testing.T) {
 		if got := describeAll(objs); !slices.Equal(got, want) {
 			t.Errorf("objects %q, want %q", got, want)
 		}
-		dryRunAll(t, objs)
+		dryRunAll(t, objs, nil)
 	})
 
 	t.Run("everything", func(t *testing.T) {
@@ -245,7 +242,7 @@ func TestChartDryRun(t *testing.T) {
 		if got := describeAll(objs); !slices.Equal(got, want) {
 			t.Errorf("objects %q, want %q (no PodDisruptionBudget)", got, want)
 		}
-		dryRunAll(t, objs)
+		dryRunAll(t, objs, nil)
 
 		var core []*unstructured.Unstructured
 		for _, o := range objs {
@@ -376,40 +373,4 @@ func installMonitoringCRDs(t *testing.T) {
 		}
 		env.Mapper.Reset()
 	})
-}
-
-// dryRunAll sends every object to the API server with a server-side dry
-// run: an update of the object stored already, or a create.
-func dryRunAll(t *testing.T, objs []*unstructured.Unstructured) {
-	t.Helper()
-	ctx, cancel := harness.Context(time.Minute)
-	defer cancel()
-	dryRun := []string{metav1.DryRunAll}
-	for _, o := range objs {
-		desc := contract.Describe(o)
-		ri, err := env.Resource(o)
-		if err != nil {
-			t.Errorf("%s: %v", desc, err)
-			continue
-		}
-		stored, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
-		switch {
-		case err == nil:
-			u := o.DeepCopy()
-			u.SetResourceVersion(stored.GetResourceVersion())
-			if _, err := ri.Update(ctx, u, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
-				t.Errorf("%s: dry-run update of the stored object: %v", desc, err)
-			} else {
-				t.Logf("%s: exists; dry-run update passed", desc)
-			}
-		case !apierrors.IsNotFound(err):
-			t.Errorf("%s: %v", desc, err)
-		default:
-			if _, err := ri.Create(ctx, o, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
-				t.Errorf("%s: dry-run create: %v", desc, err)
-			} else {
-				t.Logf("%s: dry-run create passed", desc)
-			}
-		}
-	}
 }

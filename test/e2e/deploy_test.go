@@ -111,51 +111,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dryRun := []string{metav1.DryRunAll}
-	for _, o := range objs {
-		desc := contract.Describe(o)
-		ri, err := env.Resource(o)
-		if err != nil {
-			t.Errorf("%s: %v", desc, err)
-			continue
-		}
-		stored, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
-		switch {
-		case err == nil:
-			u := o.DeepCopy()
-			u.SetResourceVersion(stored.GetResourceVersion())
-			if _, err := ri.Update(ctx, u, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
-				t.Errorf("%s: dry-run update of the stored object: %v", desc, err)
-			} else {
-				t.Logf("%s: exists; dry-run update passed", desc)
-			}
-		case !apierrors.IsNotFound(err):
-			t.Errorf("%s: %v", desc, err)
-		case createForReal(o):
-			if _, err := ri.Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-				t.Errorf("%s: create: %v", desc, err)
-				continue
-			}
-			t.Logf("%s: was absent; created", desc)
-			t.Cleanup(func() {
-				ctx, cancel := harness.Context(30 * time.Second)
-				defer cancel()
-				if err := env.Delete(ctx, o); err != nil {
-					t.Error(err)
-				}
-			})
-		default:
-			if _, err := ri.Create(ctx, o, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
-				t.Errorf("%s: dry-run create: %v", desc, err)
-				continue
-			}
-			// A dry run stores nothing.
-			if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("%s: after a dry-run create, get: %v, want NotFound", desc, err)
-			}
-			t.Logf("%s: dry-run create passed", desc)
-		}
-	}
+	dryRunAll(t, objs, createForReal)
 
 	// And the failure this test exists to catch, so that a pass means something.
 	var typo *unstructured.Unstructured
@@ -171,7 +127,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ri.Create(ctx, typo, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "replicaz") {
+	if _, err := ri.Create(ctx, typo, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "replicaz") {
 		t.Errorf("dry-run create of a Deployment with spec.replicaz: %v, want BadRequest naming the field", err)
 	}
 }
@@ -773,4 +729,60 @@ func mustJSON(v any) string {
 		return fmt.Sprintf("<%v>", err)
 	}
 	return string(b)
+}
+
+// dryRunAll sends every object to the API server with a server-side dry
+// run, field validation strict: a full update of the object stored already,
+// or a create. Objects for which real says so are created for real when
+// absent, and removed when the test ends.
+func dryRunAll(t *testing.T, objs []*unstructured.Unstructured, real func(*unstructured.Unstructured) bool) {
+	t.Helper()
+	ctx, cancel := harness.Context(time.Minute)
+	defer cancel()
+	dryRun := []string{metav1.DryRunAll}
+	for _, o := range objs {
+		desc := contract.Describe(o)
+		ri, err := env.Resource(o)
+		if err != nil {
+			t.Errorf("%s: %v", desc, err)
+			continue
+		}
+		stored, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			u := o.DeepCopy()
+			u.SetResourceVersion(stored.GetResourceVersion())
+			if _, err := ri.Update(ctx, u, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
+				t.Errorf("%s: dry-run update of the stored object: %v", desc, err)
+			} else {
+				t.Logf("%s: exists; dry-run update passed", desc)
+			}
+		case !apierrors.IsNotFound(err):
+			t.Errorf("%s: %v", desc, err)
+		case real != nil && real(o):
+			if _, err := ri.Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+				t.Errorf("%s: create: %v", desc, err)
+				continue
+			}
+			t.Logf("%s: was absent; created", desc)
+			t.Cleanup(func() {
+				ctx, cancel := harness.Context(30 * time.Second)
+				defer cancel()
+				if err := env.Delete(ctx, o); err != nil {
+					t.Error(err)
+				}
+			})
+		default:
+			if _, err := ri.Create(ctx, o, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"}); err != nil {
+				t.Errorf("%s: dry-run create: %v", desc, err)
+				continue
+			}
+			// A dry run stores nothing.
+			if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: after a dry-run create, get: %v, want NotFound", desc, err)
+			}
+			t.Logf("%s: dry-run create passed", desc)
+		}
+	}
+
 }
