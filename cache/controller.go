@@ -74,6 +74,7 @@ type Controller struct {
 	crd        toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
 	crdChanged chan struct{}                  // a poke from crd's handlers to Run
 	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
+	dataLeftAt atomic.Int64                   // unix nanoseconds of the last poke for data leaving a shape (dataLeft)
 	crdAccess  *permission                    // the CRD watch's: while denied, discovery is polled
 	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
 	every      time.Duration                  // discovery interval while the CRD watch starts, and after a failure

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 // idleDiscovery, a safety net for APIs the CRD does not describe. Without
 // permission to watch the CRD (the official coredns chart grants none) it
 // asks discovery every deniedDiscovery, says so once, and tries the CRD
-// again every crdDeniedRetry: three requests a minute at most.
+// again every crdDeniedRetry: 2.2 requests a minute when idle.
 const (
 	// pollDiscovery is how often discovery is asked while the CRD watch
 	// is starting, and while discovery fails.
@@ -56,11 +57,13 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 
 // discoveryServed is the served function of a real API server: which
 // versions of the group list serviceimports. One request answers for every
-// version: the aggregated discovery document of /apis (Kubernetes 1.30 and
-// later serve it; 1.26 to 1.29 behind a feature gate). An API server that
-// answers /apis without it is asked version by version, as before.
+// version: the aggregated discovery document of /apis (apidiscovery v2 since
+// Kubernetes 1.30, v2beta1 in 1.27 to 1.29). An API server without it
+// answers /apis with the plain group list, and only the versions of the
+// group it lists are asked, one by one.
 func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context) (map[string]bool, error) {
 	return func(ctx context.Context) (map[string]bool, error) {
+		versions := Versions
 		if rc := disco.RESTClient(); rc != nil {
 			raw, err := rc.Get().AbsPath("/apis").SetHeader("Accept", aggregatedAccept).Do(ctx).Raw()
 			if err != nil {
@@ -69,9 +72,21 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context) (
 			if served, ok := servedIn(raw); ok {
 				return served, nil
 			}
+			var groups metav1.APIGroupList
+			if err := json.Unmarshal(raw, &groups); err != nil {
+				return nil, fmt.Errorf("reading /apis: %w", err)
+			}
+			versions = nil
+			for _, g := range groups.Groups {
+				for _, v := range g.Versions {
+					if g.Name == mcsv1beta1.GroupName && slices.Contains(Versions, v.Version) {
+						versions = append(versions, v.Version)
+					}
+				}
+			}
 		}
 		served := map[string]bool{}
-		for _, v := range Versions {
+		for _, v := range versions {
 			list, err := disco.ServerResourcesForGroupVersion(ServiceImports(v).GroupVersion().String())
 			if apierrors.IsNotFound(err) {
 				continue
@@ -80,19 +95,23 @@ func discoveryServed(disco discovery.DiscoveryInterface) func(context.Context) (
 				return nil, err
 			}
 			for _, r := range list.APIResources {
-				served[v] = served[v] || r.Name == mcsv1beta1.ServiceImportPluralName
+				if r.Name == mcsv1beta1.ServiceImportPluralName {
+					served[v] = true
+				}
 			}
 		}
 		return served, nil
 	}
 }
 
-// aggregatedAccept asks for the aggregated discovery document, or the plain
-// group list where the API server has no such document.
-const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+// aggregatedAccept asks for the aggregated discovery document, v2 or
+// v2beta1, or the plain group list where the API server has neither.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList," +
+	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 
-// servedIn reads an aggregated discovery document: the versions of the
-// group that list serviceimports, and whether raw was such a document.
+// servedIn reads an aggregated discovery document (v2 and v2beta1 share the
+// fields read): the versions of the group that list serviceimports, and
+// whether raw was such a document.
 func servedIn(raw []byte) (map[string]bool, bool) {
 	var doc apidiscoveryv2.APIGroupDiscoveryList
 	if err := json.Unmarshal(raw, &doc); err != nil || doc.Kind != "APIGroupDiscoveryList" {
@@ -171,6 +190,21 @@ func (c *Controller) pokeDiscovery(hurry bool) {
 	case c.crdChanged <- struct{}{}:
 	default:
 	}
+}
+
+// dataLeft is told that an object's data left the shape a view reads while
+// the CRD may not be watched: rewritten into the other shape, perhaps
+// through a version that has just started being served, which only
+// discovery can tell. Discovery is asked at once, at most once per
+// hurryFor however many objects move, and without a hurry: the version
+// was served before anything could be written through it.
+func (c *Controller) dataLeft() {
+	now := time.Now().UnixNano()
+	last := c.dataLeftAt.Load()
+	if time.Duration(now-last) < hurryFor || !c.dataLeftAt.CompareAndSwap(last, now) {
+		return
+	}
+	c.pokeDiscovery(false)
 }
 
 // poked is what Run does on a poke: discovery is asked at once and, when

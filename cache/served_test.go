@@ -1,14 +1,22 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -191,4 +199,95 @@ func TestServedIn(t *testing.T) {
 			t.Errorf("%q read as an aggregated document: %v", plain, got)
 		}
 	}
+}
+
+// discoveryServed against an API server: one request where /apis is an
+// aggregated document (v2, or v2beta1 as Kubernetes 1.27 to 1.29 serve it);
+// where it is the plain group list, the group's listed versions one by one,
+// and no other; an error of /apis is discovery's error.
+func TestDiscoveryServed(t *testing.T) {
+	aggregated := func(apiVersion string) string {
+		return `{"kind":"APIGroupDiscoveryList","apiVersion":"` + apiVersion + `","items":[{"metadata":{"name":"multicluster.x-k8s.io"},` +
+			`"versions":[{"version":"v1beta1","resources":[{"resource":"serviceimports"}]},{"version":"v1alpha1","resources":[{"resource":"serviceexports"}]}]}]}`
+	}
+	plain := `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"multicluster.x-k8s.io",` +
+		`"versions":[{"groupVersion":"multicluster.x-k8s.io/v1beta1","version":"v1beta1"},{"groupVersion":"multicluster.x-k8s.io/v1alpha1","version":"v1alpha1"}]}]}`
+	resources := map[string]string{
+		"/apis/multicluster.x-k8s.io/v1beta1":  `{"kind":"APIResourceList","groupVersion":"multicluster.x-k8s.io/v1beta1","resources":[{"name":"serviceimports","namespaced":true,"kind":"ServiceImport","verbs":["list"]}]}`,
+		"/apis/multicluster.x-k8s.io/v1alpha1": `{"kind":"APIResourceList","groupVersion":"multicluster.x-k8s.io/v1alpha1","resources":[{"name":"serviceexports","namespaced":true,"kind":"ServiceExport","verbs":["list"]}]}`,
+	}
+	for _, tc := range []struct {
+		name, apis string
+		status     int
+		want       map[string]bool
+		requests   []string
+	}{
+		{name: "aggregated v2", apis: aggregated("apidiscovery.k8s.io/v2"), status: 200,
+			want: map[string]bool{V1beta1: true}, requests: []string{"/apis"}},
+		{name: "aggregated v2beta1", apis: aggregated("apidiscovery.k8s.io/v2beta1"), status: 200,
+			want: map[string]bool{V1beta1: true}, requests: []string{"/apis"}},
+		{name: "plain group list", apis: plain, status: 200, want: map[string]bool{V1beta1: true},
+			requests: []string{"/apis", "/apis/multicluster.x-k8s.io/v1beta1", "/apis/multicluster.x-k8s.io/v1alpha1"}},
+		{name: "/apis fails", apis: `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`, status: 500,
+			requests: []string{"/apis"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var requests []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests = append(requests, r.URL.Path)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				if r.URL.Path == "/apis" {
+					if !strings.Contains(r.Header.Get("Accept"), "v=v2beta1;as=APIGroupDiscoveryList") {
+						t.Errorf("Accept %q asks for no v2beta1 document", r.Header.Get("Accept"))
+					}
+					w.WriteHeader(tc.status)
+					_, _ = w.Write([]byte(tc.apis))
+					return
+				}
+				body, ok := resources[r.URL.Path]
+				if !ok {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = w.Write([]byte(body))
+			}))
+			defer srv.Close()
+			kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := discoveryServed(kube.Discovery())(context.Background())
+			if (err != nil) != (tc.want == nil) || !maps.Equal(got, tc.want) {
+				t.Errorf("served %v, %v; want %v", got, err, tc.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(requests, tc.requests) {
+				t.Errorf("requests %q, want %q", requests, tc.requests)
+			}
+		})
+	}
+}
+
+// Objects moving into the other shape ask discovery once, not once each.
+func TestDataLeftAsksOncePerWhile(t *testing.T) {
+	c := &Controller{crdChanged: make(chan struct{}, 1)}
+	for range 100 {
+		c.dataLeft()
+	}
+	<-c.crdChanged
+	select {
+	case <-c.crdChanged:
+		t.Fatal("a second poke")
+	default:
+	}
+	if c.crdHurry.Load() {
+		t.Error("the poke hurries: discovery already knows the version that was written through")
+	}
+	c.dataLeftAt.Store(time.Now().Add(-hurryFor).UnixNano())
+	c.dataLeft()
+	<-c.crdChanged
 }

@@ -59,10 +59,7 @@ func (c *Controller) newView(sh *shape, version string) *view {
 				c.reportWrite(sh.reported, kind, cur)
 			}
 			if old != nil && old.HasData && cur != nil && !cur.HasData && c.crdAccess.deniedNow.Load() {
-				// Rewritten into the other shape, perhaps through a version
-				// that started being served: without the CRD's watch, only
-				// discovery can tell, and it is asked now, not in 30s.
-				c.pokeDiscovery(true)
+				c.dataLeft()
 			}
 			c.enqueue(k)
 		})
