@@ -22,6 +22,13 @@ require (
 )
 
 require (
+	github.com/google/go-containerregistry v0.22.1 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect

@@ -178,6 +178,10 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 
 var podSeq atomic.Int64
 
+// UnroutableNameserver is the pods' nameserver: TEST-NET-1 (RFC 5737),
+// which a network namespace with only a loopback interface has no route to.
+const UnroutableNameserver = "192.0.2.53"
+
 // imageUser fills runAsUser and runAsGroup from the image's USER (uid or
 // uid:gid) where the securityContext names none, as the runtime does.
 func imageUser(sc *corev1.SecurityContext, user string) error {
@@ -228,9 +232,18 @@ func podMounts(t testing.TB, opts PodOptions, c *corev1.Container, ca []byte) ([
 	if err != nil {
 		return nil, err
 	}
+	// The node's resolv.conf stands in for dnsPolicy Default's, with a
+	// nameserver that no loopback-only namespace can reach, so that a
+	// Corefile's forward . /etc/resolv.conf sends nothing anywhere. The
+	// host's own may name a 127.x address (systemd-resolved), which in the
+	// pod is CoreDNS itself: its loop plugin would stop it.
+	etc, err := dir(map[string]string{"resolv.conf": "nameserver " + UnroutableNameserver + "\n"})
+	if err != nil {
+		return nil, err
+	}
 	mounts := []any{
 		bind(sa, "/var/run/secrets/kubernetes.io/serviceaccount", true),
-		bind("/etc/resolv.conf", "/etc/resolv.conf", true),
+		bind(filepath.Join(etc, "resolv.conf"), "/etc/resolv.conf", true),
 		bind("/etc/hosts", "/etc/hosts", true),
 	}
 	for _, vm := range c.VolumeMounts {

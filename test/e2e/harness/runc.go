@@ -254,7 +254,8 @@ func StartRunc(t testing.TB, bundle, id string) (*Runc, error) {
 	cmd := exec.Command("runc", "--root", c.state, "run", "--bundle", bundle, id)
 	// Files, not pipes: runc and the container write to them directly.
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// runc dies with the test binary, as CoreDNS processes do.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
