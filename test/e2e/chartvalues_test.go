@@ -16,7 +16,7 @@ import (
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-// corednsChartValues is what deploy/coredns-chart-values.yaml sets of the
+// corednsChartValues is what deploy/coredns-chart/values.yaml sets of the
 // official coredns chart's values.
 type corednsChartValues struct {
 	Image struct {
@@ -66,7 +66,7 @@ func (v *corednsChartValues) corefile() string {
 	return b.String()
 }
 
-// TestCoreDNSChartValues: deploy/coredns-chart-values.yaml turns the
+// TestCoreDNSChartValues: deploy/coredns-chart/values.yaml turns the
 // official coredns chart's CoreDNS into one that answers clusterset.local
 // next to cluster.local, with exactly the chart's own RBAC (its ClusterRole
 // with rbac.multiclusterEnable, no read of the CRD). The Corefile its servers
@@ -77,7 +77,7 @@ func (v *corednsChartValues) corefile() string {
 func TestCoreDNSChartValues(t *testing.T) {
 	needRunc(t)
 	var values corednsChartValues
-	if err := yaml.Unmarshal([]byte(readRepoFile(t, "deploy/coredns-chart-values.yaml")), &values); err != nil {
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, "deploy/coredns-chart/values.yaml")), &values); err != nil {
 		t.Fatal(err)
 	}
 	if values.Image.Repository+":"+values.Image.Tag != imageName || !values.RBAC.Create || !values.RBAC.MulticlusterEnable {
