@@ -449,6 +449,13 @@ func analyze(in, fqdn string) (*analysis, error) {
 		}
 		rest := slices.DeleteFunc(zonesOf(o.args), func(z string) bool { return z == fqdn })
 		if len(rest) == 0 {
+			if c := trailingComment(lines[o.name.Line-1]); c != "" {
+				// The option goes, the operator's comment stays.
+				l := lines[o.name.Line-1]
+				eol := l[len(strings.TrimRight(l, "\r")):]
+				lines[o.name.Line-1] = l[:len(l)-len(strings.TrimLeft(l, " \t"))] + c + eol
+				continue
+			}
 			lines = slices.Delete(lines, o.name.Line-1, o.name.Line)
 			continue
 		}
@@ -589,6 +596,19 @@ func containsTok(toks []caddyfile.Token, t token) bool {
 
 // span is one word of a line: its bytes [start, end) and its text as the
 // lexer reads it.
+// trailingComment is the comment after a line's words, "" when it has none.
+func trailingComment(line string) string {
+	spans, err := lexLine(line)
+	if err != nil || len(spans) == 0 {
+		return ""
+	}
+	rest := strings.TrimSpace(line[spans[len(spans)-1].end:])
+	if !strings.HasPrefix(rest, "#") {
+		return ""
+	}
+	return rest
+}
+
 type span struct {
 	start, end int
 	text       string
