@@ -252,16 +252,42 @@ func FreeTCPPort() (int, error) {
 	return ports[0], nil
 }
 
-// freeTCPPorts returns n distinct TCP ports on 127.0.0.1, free a moment ago.
+// handedOut are the ports FreeTCPPort, freeTCPPorts and FreePort have
+// returned in this process: never returned twice, since the kernel may
+// hand a port it just freed to the next listener on port 0, and two calls
+// for one CoreDNS (say its ready and its metrics port) then collide.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// handOut reports whether port was not handed out before, and takes it.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
+}
+
+// freeTCPPorts returns n distinct TCP ports on 127.0.0.1, free a moment ago
+// and never returned before.
 func freeTCPPorts(n int) ([]int, error) {
 	var ports []int
-	for range n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, errors.New("found no TCP port on 127.0.0.1 not handed out before")
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
 		defer l.Close() // held until all are chosen, so they differ
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if port := l.Addr().(*net.TCPAddr).Port; handOut(port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports, nil
 }
@@ -278,7 +304,9 @@ func FreePort() (int, error) {
 		l.Close()
 		if err == nil {
 			u.Close()
-			return port, nil
+			if handOut(port) {
+				return port, nil
+			}
 		}
 	}
 	return 0, errors.New("found no port free for both UDP and TCP on 127.0.0.1")
