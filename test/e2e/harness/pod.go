@@ -312,12 +312,23 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 	return nil
 }
 
-// WaitReady waits until the container's readinessProbe passes.
+// WaitReady waits until the container's readinessProbe passes and its
+// port 53 answers over UDP and TCP: CoreDNS's ready plugin can say 200 a
+// moment before the server's TCP listener accepts (seen in a CI-style run:
+// connection refused on the first query after ready).
 func (p *Pod) WaitReady(within time.Duration) error {
 	return Poll(within, func() error {
 		if ok, err := p.Exited(0); ok {
 			return Permanent(fmt.Errorf("the container exited: %v\n%s", err, p.Output()))
 		}
-		return p.Probe(p.Container.ReadinessProbe)
+		if err := p.Probe(p.Container.ReadinessProbe); err != nil {
+			return err
+		}
+		for _, transport := range []string{"+notcp", "+tcp"} {
+			if _, err := p.Dig(".", "NS", transport); err != nil { // any answer, REFUSED too
+				return err
+			}
+		}
+		return nil
 	})
 }
