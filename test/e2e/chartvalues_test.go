@@ -125,11 +125,7 @@ func TestCoreDNSChartValues(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: dep.Spec.Template.Spec.Volumes[0].ConfigMap.Name},
 		Data: map[string]string{"Corefile": corefile}}
-	rootfs := t.TempDir()
-	img, err := harness.UnpackImage(imageTarball(t), imageName, rootfs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rootfs, img := podImage(t)
 	pod, err := env.StartPod(t, harness.PodOptions{Deployment: &dep, ConfigMaps: []*corev1.ConfigMap{cm},
 		Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: true})
 	if err != nil {

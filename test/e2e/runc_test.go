@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -55,11 +58,7 @@ func TestRuncImage(t *testing.T) {
 	if strings.Contains(cm.Data["Corefile"], "kubeconfig") {
 		t.Fatal("the Corefile names a kubeconfig; the pod must use its ServiceAccount")
 	}
-	rootfs := t.TempDir() // shared: read-only in every container
-	img, err := harness.UnpackImage(imageTarball(t), imageName, rootfs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rootfs, img := podImage(t)
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
 	// Left in place: the ClusterRole is the one PluginIdentity created.
@@ -149,13 +148,7 @@ func TestRuncImage(t *testing.T) {
 			// the Corefile has no bind, and on the wildcard UDP socket CoreDNS
 			// does not know that address, so ns.dns has none over UDP.
 			for _, tc := range contract.Cases {
-				t.Run(caseName(tc), func(t *testing.T) {
-					if strings.Contains(fmt.Sprint(tc.Want), "127.0.0.1") {
-						expectIn(t, pod, tc, "+tcp")
-					} else {
-						expectIn(t, pod, tc)
-					}
-				})
+				t.Run(caseName(tc), func(t *testing.T) { expectIn(t, pod, tc, ownAddressOverTCP(tc)...) })
 			}
 			t.Run("tcp", func(t *testing.T) {
 				for _, tc := range []contract.Case{findCase(t, n("web.demo"), "A"), findCase(t, n("db.demo"), "SRV"), findCase(t, n("nosuch.demo"), "A")} {
@@ -184,6 +177,48 @@ func needRunc(t *testing.T) {
 			t.Skipf("%s is missing (apt-get install runc iproute2)", tool)
 		}
 	}
+}
+
+// unpacked is the image, unpacked once for every test that runs it as a pod.
+var unpacked struct {
+	sync.Mutex
+	rootfs string
+	config *v1.Config
+}
+
+// podImage returns the image's root filesystem and its config, unpacking
+// the tarball on first use. Pods mount the root read-only, so they share
+// it; it lives in the shared control plane's directory, removed with it.
+func podImage(t *testing.T) (rootfs string, config *v1.Config) {
+	t.Helper()
+	unpacked.Lock()
+	defer unpacked.Unlock()
+	if unpacked.config == nil {
+		dir, err := os.MkdirTemp(env.TempDir(), "rootfs-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755) // the container's /, for user 65532
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := harness.UnpackImage(imageTarball(t), imageName, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpacked.rootfs, unpacked.config = dir, img
+	}
+	return unpacked.rootfs, unpacked.config
+}
+
+// ownAddressOverTCP is the dig option for a question whose answer names the
+// address the query came in on (ns.dns and the apex NS glue): over TCP,
+// since on the wildcard UDP socket of a Corefile without bind CoreDNS does
+// not know that address.
+func ownAddressOverTCP(tc contract.Case) []string {
+	if strings.Contains(fmt.Sprint(tc.Want), "127.0.0.1") {
+		return []string{"+tcp"}
+	}
+	return nil
 }
 
 // expectIn asks the pod's DNS server on port 53.
