@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -277,7 +276,7 @@ func TestChartDryRun(t *testing.T) {
 		}
 
 		// The Prometheus Operator's objects, strictly into their Go types.
-		sm := decodeStrict[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
+		sm := find[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
 		if sm.Labels["release"] != "kube-prometheus-stack" {
 			t.Errorf("ServiceMonitor labels %v, want the values'", sm.Labels)
 		}
@@ -287,7 +286,7 @@ func TestChartDryRun(t *testing.T) {
 			!slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{ns}) {
 			t.Errorf("ServiceMonitor %s does not select the Service (labels %v, ports %s)", mustJSON(sm.Spec), svc.Labels, mustJSON(svc.Spec.Ports))
 		}
-		rule := decodeStrict[monitoringv1.PrometheusRule](t, objs, "PrometheusRule")
+		rule := find[monitoringv1.PrometheusRule](t, objs, "PrometheusRule")
 		var file struct {
 			Groups []monitoringv1.RuleGroup `json:"groups"`
 		}
@@ -316,23 +315,6 @@ func TestChartDryRun(t *testing.T) {
 			t.Errorf("dashboard ConfigMap labels %v, annotations %v", dash.Labels, dash.Annotations)
 		}
 	})
-}
-
-// decodeStrict converts the one object of that kind into T, failing on
-// unknown fields.
-func decodeStrict[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			out := new(T)
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, out, true); err != nil {
-				t.Fatalf("%s into %T: %v", contract.Describe(o), out, err)
-			}
-			return out
-		}
-	}
-	t.Fatalf("no %s", kind)
-	return nil
 }
 
 // installMonitoringCRDs installs the CRDs of ServiceMonitor and

@@ -75,19 +75,20 @@ func deployObjects(t *testing.T) []*unstructured.Unstructured {
 	return objs
 }
 
-// find returns the object of deploy/ of that kind.
+// find converts the one object of that kind into T, failing on unknown
+// fields.
 func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
 	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() == kind {
 			out := new(T)
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, out, true); err != nil {
-				t.Fatalf("%s: %v", contract.Describe(o), err)
+				t.Fatalf("%s into %T: %v", contract.Describe(o), out, err)
 			}
 			return out
 		}
 	}
-	t.Fatalf("deploy/ has no %s", kind)
+	t.Fatalf("no %s among the objects", kind)
 	return nil
 }
 
