@@ -14,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -131,11 +130,10 @@ func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
 // chart's RBAC does.
 func denyCRD(e *env) {
 	deny := func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-			"", nil)
+		return true, nil, apierrors.NewForbidden(crdResource.GroupResource(), "", nil)
 	}
-	e.dyn.PrependReactor("list", "customresourcedefinitions", deny)
-	e.dyn.PrependReactor("watch", "customresourcedefinitions", deny)
+	e.dyn.PrependReactor("list", crdResource.Resource, deny)
+	e.dyn.PrependReactor("watch", crdResource.Resource, deny)
 }
 
 // A refusal passes only for an identity that had access, and only for a

@@ -6,14 +6,16 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/clustersetdns/multicluster/cache"
 )
 
 // neededRules are the rules of deploy/rbac.yaml's ClusterRole, what the
 // plugin needs (TestNeededRulesMatchDeploy keeps the two equal).
 var neededRules = []rbacv1.PolicyRule{
 	{
-		APIGroups: []string{"multicluster.x-k8s.io"},
-		Resources: []string{"serviceimports"},
+		APIGroups: []string{cache.ServiceImportResource.Group},
+		Resources: []string{cache.ServiceImportResource.Resource},
 		Verbs:     []string{"list", "watch"},
 	},
 	{
@@ -24,7 +26,7 @@ var neededRules = []rbacv1.PolicyRule{
 	{
 		APIGroups:     []string{"apiextensions.k8s.io"},
 		Resources:     []string{"customresourcedefinitions"},
-		ResourceNames: []string{"serviceimports.multicluster.x-k8s.io"},
+		ResourceNames: []string{cache.ServiceImportCRD},
 		Verbs:         []string{"get", "list", "watch"},
 	},
 }
