@@ -143,11 +143,14 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 	if z == nil {
 		return nameError
 	}
-	if p.kind == kindService {
-		return rep.put(answersFor(&z.Service, qtype))
+	a := &z.Service
+	if p.kind != kindService {
+		a = z.Sub[p.sub]
 	}
-	if a := z.Sub[p.sub]; a != nil {
-		return rep.put(answersFor(a, qtype))
+	if a != nil {
+		res := rep.put(answersFor(a, qtype))
+		countScope(a, res)
+		return res
 	}
 	if _, ok := z.ENT[p.sub]; ok {
 		return noData

@@ -42,11 +42,31 @@ var (
 		Help: "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
 	}, []string{metricname.Kind, metricname.Reason})
 
+	headlessAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: metricname.HeadlessAnswers,
+		Help: "Counter of answers at headless services' names and port names, by scope: the local cluster's endpoints only (local) or every cluster's (clusterset).",
+	}, []string{metricname.Scope})
+
 	synced = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: metricname.Synced,
 		Help: "1 once the plugin has listed what it watches and answers from it, 0 before (it answers SERVFAIL until then).",
 	})
 )
+
+// scopeCounters are the headless answer counters, by cache.Scope; both
+// series exist from start-up.
+var scopeCounters = [...]prometheus.Counter{
+	cache.ScopeClusterset: headlessAnswers.WithLabelValues(metricname.ScopeClusterset),
+	cache.ScopeLocal:      headlessAnswers.WithLabelValues(metricname.ScopeLocal),
+}
+
+// countScope counts an answer of a by its scope; answers that hold no
+// records, and those at an endpoint's own name, are not counted.
+func countScope(a *cache.Answers, res result) {
+	if res == success && a.Scope != cache.ScopeNone && int(a.Scope) < len(scopeCounters) {
+		scopeCounters[a.Scope].Inc()
+	}
+}
 
 // resultLabel is the result label of each result.
 var resultLabel = [...]string{success: metricname.Success, nameError: metricname.NameError, noData: metricname.NoData, serverFailure: metricname.ServerFailure}

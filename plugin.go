@@ -59,6 +59,8 @@ type Multicluster struct {
 	labels         string // a label selector on ServiceImports
 	fallback       bool
 	namespaces     []string
+	clusterID      string // the local cluster; else the ClusterProperty's
+	preferLocal    bool   // every headless service prefers the local cluster
 	startupTimeout time.Duration
 	stop           context.CancelFunc
 	done           chan struct{}

@@ -146,6 +146,20 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			}
 		}
 		m.namespaces = append(m.namespaces, args...)
+	case "cluster_id":
+		args := c.RemainingArgs()
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		if errs := validation.IsDNS1123Subdomain(args[0]); len(errs) > 0 {
+			return c.Errf("cluster_id %q is not a cluster ID, an RFC 1123 subdomain such as east or east.example.com", args[0])
+		}
+		m.clusterID = args[0]
+	case "prefer_local":
+		if len(c.RemainingArgs()) != 0 {
+			return c.ArgErr()
+		}
+		m.preferLocal = true
 	case "startup_timeout":
 		args := c.RemainingArgs()
 		if len(args) != 1 {
@@ -215,6 +229,7 @@ func (m *Multicluster) start() error {
 	}
 	ctrl := cache.New(dyn, imports, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
+		ClusterID: m.clusterID, PreferLocal: m.preferLocal,
 		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})
 	m.backend = ctrl

@@ -15,7 +15,8 @@ func TestParse(t *testing.T) {
 		check   func(*testing.T, *Multicluster)
 	}{
 		{input: `multicluster`, check: func(t *testing.T, m *Multicluster) {
-			if len(m.Zones) != 1 || m.Zones[0] != "clusterset.local." || m.TTL != 5 || m.kubeconfig != "" || m.fallback || m.startupTimeout != 5*time.Second {
+			if len(m.Zones) != 1 || m.Zones[0] != "clusterset.local." || m.TTL != 5 || m.kubeconfig != "" || m.fallback || m.startupTimeout != 5*time.Second ||
+				m.clusterID != "" || m.preferLocal {
 				t.Errorf("defaults: %+v", m)
 			}
 		}},
@@ -51,6 +52,15 @@ func TestParse(t *testing.T) {
 				t.Errorf("rest config %+v, %v", cfg, err)
 			}
 		}},
+		{input: "multicluster {\n cluster_id east.example.com\n prefer_local\n}", check: func(t *testing.T, m *Multicluster) {
+			if m.clusterID != "east.example.com" || !m.preferLocal {
+				t.Errorf("cluster_id %q, prefer_local %v", m.clusterID, m.preferLocal)
+			}
+		}},
+		{input: "multicluster {\n cluster_id East\n}", wantErr: `Testfile:2 - Error during parsing: cluster_id "East" is not a cluster ID`},
+		{input: "multicluster {\n cluster_id\n}", wantErr: "Wrong argument count"},
+		{input: "multicluster {\n cluster_id a b\n}", wantErr: "Wrong argument count"},
+		{input: "multicluster {\n prefer_local yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n endpoint 10.0.0.1\n}", wantErr: `Testfile:2 - Error during parsing: endpoint must be a URL`},
 		{input: "multicluster {\n tls a b\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n tls a b c\n}", wantErr: "tls needs endpoint"},

@@ -15,7 +15,18 @@ type Answers struct {
 	AAAA  []dns.RR
 	SRV   []dns.RR
 	Extra []dns.RR // A/AAAA glue of the SRV targets
+	Scope Scope    // whose endpoints the answers hold; None at an endpoint's own name
 }
+
+// Scope says whose endpoints a headless service's answers hold, at the
+// service's name and its port names.
+type Scope uint8
+
+const (
+	ScopeNone       Scope = iota // one endpoint's own name: no choice made
+	ScopeClusterset              // every cluster's ready endpoints
+	ScopeLocal                   // the local cluster's only: the service prefers close endpoints, and it has some ready
+)
 
 // ZoneAnswers are a headless service's answers inside one zone.
 type ZoneAnswers struct {
@@ -111,24 +122,31 @@ type normalized struct {
 type namedAddrs struct {
 	name  string // "<host>.<cluster>"
 	addrs []netip.Addr
+	local bool // of the local cluster, and the service prefers it
 }
 
 // normalize gathers the inputs of one service. It returns false when the
 // service has nothing to answer: a ClusterSetIP import without IPs, or a
-// headless import without ready endpoints.
-func normalize(im *Import, sliceRecords []*Slice) (normalized, bool) {
+// headless import without ready endpoints. local is the cluster whose
+// endpoints a headless service answers alone while it has some ready
+// (closest), or "" for no preference.
+func normalize(im *Import, sliceRecords []*Slice, local string) (normalized, bool) {
 	n := normalized{headless: im.Headless, ports: im.Ports}
 	if !im.Headless {
 		n.ips = im.IPs
 		return n, len(n.ips) > 0
 	}
 	byName := map[string][]netip.Addr{}
+	localNames := map[string]bool{}
 	for _, s := range sliceRecords {
 		if s.Cluster == "" {
 			continue
 		}
 		for _, e := range s.Endpoints {
 			name := e.Host + "." + s.Cluster
+			if local != "" && s.Cluster == local {
+				localNames[name] = true
+			}
 			for _, a := range e.Addrs {
 				if !slices.Contains(byName[name], a) {
 					byName[name] = append(byName[name], a)
@@ -138,7 +156,7 @@ func normalize(im *Import, sliceRecords []*Slice) (normalized, bool) {
 	}
 	for name, addrs := range byName {
 		slices.SortFunc(addrs, netip.Addr.Compare)
-		n.endpoints = append(n.endpoints, namedAddrs{name, addrs})
+		n.endpoints = append(n.endpoints, namedAddrs{name, addrs, localNames[name]})
 	}
 	slices.SortFunc(n.endpoints, func(a, b namedAddrs) int { return strings.Compare(a.name, b.name) })
 	return n, len(n.endpoints) > 0
@@ -147,8 +165,14 @@ func normalize(im *Import, sliceRecords []*Slice) (normalized, bool) {
 func (n normalized) equal(o normalized) bool {
 	return n.headless == o.headless && slices.Equal(n.ips, o.ips) && slices.Equal(n.ports, o.ports) &&
 		slices.EqualFunc(n.endpoints, o.endpoints, func(a, b namedAddrs) bool {
-			return a.name == b.name && slices.Equal(a.addrs, b.addrs)
+			return a.name == b.name && a.local == b.local && slices.Equal(a.addrs, b.addrs)
 		})
+}
+
+// closest reports whether the service's own name and port names answer the
+// local cluster's endpoints only: it prefers them, and one is ready.
+func (n normalized) closest() bool {
+	return slices.ContainsFunc(n.endpoints, func(e namedAddrs) bool { return e.local })
 }
 
 // build makes the answers of one service in every zone.
@@ -187,13 +211,21 @@ func srvPorts(ports []Port) []Port {
 // ports of the SRV records at the service's own name.
 func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) ZoneAnswers {
 	svcName := ServiceName(im.Name, im.Namespace, zone)
-	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
-	targets := make([]string, len(n.endpoints))
+	scope, closest := ScopeClusterset, n.closest()
+	if closest {
+		scope = ScopeLocal
+	}
+	z := ZoneAnswers{Service: Answers{Scope: scope}, Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
+	var targets []string // of the endpoints answered at the service's name and port names
 	var glue []dns.RR
-	for i, e := range n.endpoints {
-		targets[i] = e.name + "." + svcName
-		a, aaaa := addressRecords(targets[i], e.addrs, ttl)
+	for _, e := range n.endpoints {
+		target := e.name + "." + svcName
+		a, aaaa := addressRecords(target, e.addrs, ttl)
 		z.Sub[e.name] = &Answers{A: a, AAAA: aaaa}
+		if closest && !e.local {
+			continue // its own name answers; the service's does not
+		}
+		targets = append(targets, target)
 		glue = append(append(glue, a...), aaaa...)
 		sa, saaaa := addressRecords(svcName, e.addrs, ttl)
 		z.Service.A = appendNew(z.Service.A, sa)
@@ -201,7 +233,7 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 	}
 	for _, p := range n.ports {
 		sub := p.Sub()
-		ans := &Answers{Extra: glue}
+		ans := &Answers{Extra: glue, Scope: scope}
 		for _, t := range targets {
 			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t))
 		}

@@ -34,6 +34,12 @@ type Config struct {
 	Namespaces []string
 	// Labels, when set, is a label selector ServiceImports must match.
 	Labels string
+	// ClusterID, when set, is the local cluster's ID; otherwise the
+	// ClusterProperty cluster.clusterset.k8s.io is watched for it (local.go).
+	ClusterID string
+	// PreferLocal makes every headless service prefer the local cluster's
+	// endpoints, as trafficDistribution PreferClose makes one.
+	PreferLocal bool
 	// Reverse keeps an index from ClusterSetIP to services, for LookupIP:
 	// set it when the plugin answers reverse zones.
 	Reverse bool
@@ -94,6 +100,13 @@ type Controller struct {
 
 	sliceReports *reportedWrites // the EndpointSlice writes whose problems were reported
 
+	// The local cluster (local.go): nil cluster when the Config names it.
+	cluster        toolscache.SharedIndexInformer // the ClusterProperty that names it, by name
+	clusterHandler toolscache.ResourceEventHandlerRegistration
+	clusterID      atomic.Pointer[string] // what the ClusterProperty says; nil before it is read
+	clusterSettled atomic.Bool            // the ClusterProperty is missing, or may not be read
+	clusterAccess  *permission
+
 	statsMu   sync.Mutex
 	imports   map[string]int
 	endpoints int
@@ -138,6 +151,18 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 				deniedDiscovery, ServiceImportCRD, err)
 		},
 		granted: func(string) { c.logf("watching the ServiceImport CRD: discovery is now asked only when it changes") },
+	}
+	c.clusterAccess = &permission{retry: crdDeniedRetry,
+		denied: func(err error) {
+			c.clusterSettled.Store(true)
+			c.logf("cannot read ClusterProperty %s, so the local cluster is unknown and headless services answer every cluster's endpoints; "+
+				"grant get, list and watch on clusterproperties.about.k8s.io named %s (deploy/rbac.yaml), or set cluster_id: %v",
+				ClusterIDProperty, ClusterIDProperty, err)
+		},
+		granted: func(string) { c.logf("reading ClusterProperty %s: access granted", ClusterIDProperty) },
+	}
+	if cfg.ClusterID == "" {
+		c.cluster = c.newClusterWatch()
 	}
 	spec := &shape{name: "spec", versions: []string{V1beta1}, reported: newReportedWrites()}
 	if cfg.Fallback {
@@ -210,9 +235,15 @@ func (c *Controller) enqueueSlice(obj any) {
 // appears gets a view once its first list is stored, one that goes away loses
 // its view, and every service is then rebuilt from the views left.
 func (c *Controller) Run(ctx context.Context) {
-	slicesDone, crdDone := make(chan struct{}), make(chan struct{})
+	slicesDone, crdDone, clusterDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(slicesDone); c.slices.RunWithContext(ctx) }()
 	go func() { defer close(crdDone); c.crd.RunWithContext(ctx) }()
+	go func() {
+		defer close(clusterDone)
+		if c.cluster != nil {
+			c.cluster.RunWithContext(ctx)
+		}
+	}()
 	workerDone := make(chan struct{})
 	defer func() {
 		c.queue.ShutDown()
@@ -221,6 +252,7 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		<-slicesDone
 		<-crdDone
+		<-clusterDone
 		c.viewsMu.Lock()
 		for _, sh := range c.shapes {
 			c.retire(sh.active, sh.starting)
@@ -234,7 +266,7 @@ func (c *Controller) Run(ctx context.Context) {
 	}()
 	for {
 		complete := c.reconcile(ctx)
-		if !c.synced.Load() && complete && c.slices.HasSynced() {
+		if !c.synced.Load() && complete && c.slices.HasSynced() && c.clusterKnown() {
 			// Build everything once before answering, so the first answers
 			// are whole. An event from now on is queued: the stores hold
 			// every earlier one, and syncAll reads them.

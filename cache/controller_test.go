@@ -28,7 +28,8 @@ var (
 	gvrBeta = ServiceImports(V1beta1)
 
 	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList",
-		crdResource: "CustomResourceDefinitionList"}
+		crdResource:                              "CustomResourceDefinitionList",
+		ClusterPropertyResource.WithVersion("v1beta1"): "ClusterPropertyList", ClusterPropertyResource.WithVersion("v1alpha1"): "ClusterPropertyList"}
 )
 
 type env struct {
@@ -36,6 +37,7 @@ type env struct {
 	servedSet map[string]bool
 	t         testing.TB
 	dyn       *dynamicfake.FakeDynamicClient
+	configure func(*Config) // set by startWith's hook: changes the Config before New
 	kube      *kubefake.Clientset
 	c         *Controller
 	mu        sync.Mutex
@@ -155,10 +157,14 @@ func startWith(t testing.TB, fallback bool, hook func(*env), objs ...runtime.Obj
 	if hook != nil {
 		hook(e)
 	}
-	e.c = New(e.dyn, fakeImports{e.dyn}, e.kube, Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
+	cfg := Config{Zones: []string{"clusterset.local."}, TTL: 5, Fallback: fallback,
 		OnSkip:   func(kind, reason string) { e.mu.Lock(); e.skip[reason]++; e.mu.Unlock() },
 		OnUnread: func(v string, unread bool) { e.mu.Lock(); e.unread[v] = unread; e.mu.Unlock() },
-		Log:      e})
+		Log:      e}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	e.c = New(e.dyn, fakeImports{e.dyn}, e.kube, cfg)
 	e.c.served = e.isServed
 	e.c.every = 20 * time.Millisecond
 	e.c.denied = cmp.Or(e.deniedGap, 20*time.Millisecond)

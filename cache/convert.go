@@ -46,9 +46,18 @@ type rawPort struct {
 	port  int64
 }
 
+// rawImport is what answers are made from in a ServiceImport of any version.
+type rawImport struct {
+	typ                 string
+	ips                 []string
+	ports               []rawPort
+	trafficDistribution *string
+}
+
 // readShared validates the fields both shapes share and puts them in im. A view without a type is a
 // view the API server pruned: it carries no data.
-func readShared(im *Import, typ string, ips []string, ports []rawPort) {
+func readShared(im *Import, raw rawImport) {
+	typ, ips, ports := raw.typ, raw.ips, raw.ports
 	switch typ {
 	case "":
 		return
@@ -60,6 +69,7 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 		return
 	}
 	im.HasData = true
+	im.PreferClose = raw.trafficDistribution != nil && prefersClose(*raw.trafficDistribution)
 	if im.Headless {
 		if len(ips) > 0 {
 			im.addProblem(ReasonHeadlessIPs)
@@ -123,6 +133,19 @@ func readShared(im *Import, typ string, ips []string, ports []rawPort) {
 		im.Ports = append(im.Ports, np)
 	}
 	im.Ports = sharedPorts(im.Ports)
+}
+
+// prefersClose reports whether a trafficDistribution asks for close
+// endpoints first: PreferClose, or its successors PreferSameZone and
+// PreferSameNode (Kubernetes 1.34), which ask for endpoints closer still.
+// The cluster the query comes from is as close as DNS can tell.
+func prefersClose(td string) bool {
+	switch td {
+	case corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone,
+		corev1.ServiceTrafficDistributionPreferSameNode:
+		return true
+	}
+	return false
 }
 
 // portLists holds one copy of each list of ports seen, up to maxPortLists of

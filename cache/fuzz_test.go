@@ -50,7 +50,7 @@ func FuzzObjectToRecords(f *testing.F) {
 		if !im.HasData {
 			return
 		}
-		n, ok := normalize(im, []*Slice{s})
+		n, ok := normalize(im, []*Slice{s}, "")
 		if !ok {
 			return
 		}

@@ -53,6 +53,10 @@ type Import struct {
 	version  uint8        // 1 + the version's index in Versions; 0 for none
 	HasData  bool
 	Headless bool
+	// PreferClose: the import's trafficDistribution asks for close
+	// endpoints first (prefersClose), which for a headless service means
+	// the local cluster's.
+	PreferClose bool
 }
 
 // newRecord makes the record of an object read through version.

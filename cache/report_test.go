@@ -70,7 +70,8 @@ func startReportRig(t *testing.T, namespaces []string, objs ...runtime.Object) *
 		}
 	}
 	r.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{reportGVR: "ServiceImportList", crdResource: "CustomResourceDefinitionList"}, dynObjs...)
+		map[schema.GroupVersionResource]string{reportGVR: "ServiceImportList", crdResource: "CustomResourceDefinitionList",
+			ClusterPropertyResource.WithVersion("v1beta1"): "ClusterPropertyList"}, dynObjs...)
 	r.dyn.PrependWatchReactor(ServiceImportResource.Resource, func(k8stesting.Action) (bool, watch.Interface, error) {
 		w := watch.NewRaceFreeFake()
 		r.watches <- w

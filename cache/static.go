@@ -29,6 +29,13 @@ type Static struct {
 // wins) and EndpointSlices. Unstructured Namespaces are skipped, so the
 // objects of a YAML file such as testdata/'s can be passed as they are read.
 func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, error) {
+	return Config{Zones: zones, TTL: ttl}.Static(objs...)
+}
+
+// Static builds the answers of the given objects as NewStatic does, in
+// cfg's zones with its TTL, with cfg.ClusterID as the local cluster.
+func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
+	zones, ttl := cfg.Zones, cfg.TTL
 	imports := map[string]*Import{}
 	bySvc := map[string][]*Slice{}
 	for _, o := range objs {
@@ -74,7 +81,11 @@ func NewStatic(zones []string, ttl uint32, objs ...runtime.Object) (*Static, err
 		if !im.HasData {
 			continue
 		}
-		if n, ok := normalize(im, bySvc[k]); ok {
+		local := ""
+		if cfg.prefersLocal(im) {
+			local = cfg.ClusterID
+		}
+		if n, ok := normalize(im, bySvc[k], local); ok {
 			st.idx.put(k, build(im, n, zones, ttl))
 		}
 	}

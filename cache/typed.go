@@ -142,33 +142,33 @@ type typedVersion struct {
 
 // typedVersions are the versions of Versions, as they decode.
 var typedVersions = map[string]*typedVersion{
-	V1alpha2: newTypedVersion(V1alpha2, func(si *v1alpha2.ServiceImport) (string, []string, []rawPort) {
+	V1alpha2: newTypedVersion(V1alpha2, func(si *v1alpha2.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Ports))
 		for i, p := range si.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return string(si.Type), si.IPs, ports
+		return rawImport{string(si.Type), si.IPs, ports, si.TrafficDistribution}
 	}),
-	V1beta1: newTypedVersion(V1beta1, func(si *mcsv1beta1.ServiceImport) (string, []string, []rawPort) {
+	V1beta1: newTypedVersion(V1beta1, func(si *mcsv1beta1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
 		for i, p := range si.Spec.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return string(si.Spec.Type), si.Spec.IPs, ports
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution}
 	}),
-	V1alpha1: newTypedVersion(V1alpha1, func(si *mcsv1alpha1.ServiceImport) (string, []string, []rawPort) {
+	V1alpha1: newTypedVersion(V1alpha1, func(si *mcsv1alpha1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
 		for i, p := range si.Spec.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return string(si.Spec.Type), si.Spec.IPs, ports
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution}
 	}),
 }
 
 // newTypedVersion registers the version's decoded types in a scheme of their
 // own, with the meta types a watch and an error response carry; fields
-// returns the type, IPs and ports of an object of the version.
-func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) (typ string, ips []string, ports []rawPort)) *typedVersion {
+// returns the fields of an object of the version that answers are made from.
+func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) rawImport) *typedVersion {
 	gv := ServiceImports(version).GroupVersion()
 	s := runtime.NewScheme()
 	s.AddKnownTypeWithName(gv.WithKind("ServiceImport"), &decoded[T, P]{})
@@ -189,8 +189,7 @@ func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) (ty
 				return im, true
 			}
 			im := newImport(d.Object, version)
-			typ, ips, ports := fields(d.Object)
-			readShared(im, typ, ips, ports)
+			readShared(im, fields(d.Object))
 			return im, true
 		},
 	}

@@ -30,6 +30,9 @@ const (
 	// Synced is 1 once the plugin has listed everything it watches and
 	// answers from it, 0 before (when it answers SERVFAIL).
 	Synced = prefix + "synced"
+	// HeadlessAnswers counts answers at a headless service's name and port
+	// names, by Scope: the local cluster's endpoints only, or every cluster's.
+	HeadlessAnswers = prefix + "headless_answers_total"
 )
 
 // Labels of the plugin's metrics.
@@ -39,6 +42,13 @@ const (
 	Version = "version" // ServiceImports, UnreadVersions: v1alpha1, v1beta1, v1alpha2
 	Kind    = "kind"    // SkippedObjects: ServiceImport or EndpointSlice
 	Reason  = "reason"  // SkippedObjects: why it was left out
+	Scope   = "scope"   // HeadlessAnswers: ScopeLocal or ScopeClusterset
+)
+
+// Values of the Scope label.
+const (
+	ScopeLocal      = "local"      // the local cluster's ready endpoints only
+	ScopeClusterset = "clusterset" // every cluster's ready endpoints
 )
 
 // Values of the Result label.

@@ -60,6 +60,17 @@ type ServiceImport struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.clientIP) || !has(self.clientIP.timeoutSeconds) || (self.clientIP.timeoutSeconds >= 1 && self.clientIP.timeoutSeconds <= 86400)",message="must be from 1 to 86400",fieldPath=".clientIP.timeoutSeconds"
 	SessionAffinityConfig *corev1.SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
+	// InternalTrafficPolicy is the exported Service's internalTrafficPolicy,
+	// Cluster or Local, as in spec.internalTrafficPolicy of v1beta1.
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Local
+	InternalTrafficPolicy *corev1.ServiceInternalTrafficPolicy `json:"internalTrafficPolicy,omitempty"`
+	// TrafficDistribution is the exported Service's trafficDistribution, as in
+	// spec.trafficDistribution of v1beta1: with PreferClose (or PreferSameZone,
+	// PreferSameNode) the endpoints of the consuming cluster come first.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	TrafficDistribution *string `json:"trafficDistribution,omitempty"`
 	// Clusters lists the clusters that export the service.
 	// +optional
 	// +listType=map

@@ -48,6 +48,16 @@ func (in *ServiceImport) DeepCopyInto(out *ServiceImport) {
 		*out = new(v1.SessionAffinityConfig)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.InternalTrafficPolicy != nil {
+		in, out := &in.InternalTrafficPolicy, &out.InternalTrafficPolicy
+		*out = new(v1.ServiceInternalTrafficPolicy)
+		**out = **in
+	}
+	if in.TrafficDistribution != nil {
+		in, out := &in.TrafficDistribution, &out.TrafficDistribution
+		*out = new(string)
+		**out = **in
+	}
 	if in.Clusters != nil {
 		in, out := &in.Clusters, &out.Clusters
 		*out = make([]ClusterStatus, len(*in))

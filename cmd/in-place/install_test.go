@@ -171,11 +171,11 @@ func TestInstallUninstallKubeadm(t *testing.T) {
 	if img := got.dep.Spec.Template.Spec.Containers[0].Image; img != ourImage {
 		t.Errorf("image %s", img)
 	}
-	wantRules := append(kubeadmRules(), neededRules[0], neededRules[2])
+	wantRules := append(kubeadmRules(), neededRules[0], neededRules[2], neededRules[3])
 	if !reflect.DeepEqual(got.role.Rules, wantRules) {
 		t.Errorf("rules %+v\nwant %+v", got.role.Rules, wantRules)
 	}
-	if !strings.Contains(out.String(), "clusterrole.rbac.authorization.k8s.io/system:coredns: added 2 rules") {
+	if !strings.Contains(out.String(), "clusterrole.rbac.authorization.k8s.io/system:coredns: added 3 rules") {
 		t.Errorf("output:\n%s", out)
 	}
 	st, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName, metav1.GetOptions{})
@@ -260,10 +260,10 @@ func TestInstallConvertsKubernetesOption(t *testing.T) {
 	if got.cm.Data["Corefile"] != string(golden) {
 		t.Errorf("Corefile:\n%s", lineDiff(string(golden), got.cm.Data["Corefile"]))
 	}
-	if n := len(got.role.Rules) - len(role.Rules); n != 1 || !reflect.DeepEqual(got.role.Rules[len(got.role.Rules)-1], neededRules[2]) {
+	if n := len(got.role.Rules) - len(role.Rules); n != 2 || !reflect.DeepEqual(got.role.Rules[len(got.role.Rules)-2:], neededRules[2:]) {
 		t.Errorf("added %d rules: %+v", n, got.role.Rules)
 	}
-	if !strings.Contains(out.String(), "added 1 rules") {
+	if !strings.Contains(out.String(), "added 2 rules") {
 		t.Errorf("output:\n%s", out)
 	}
 	if err := uninstall(ctx, c, o); err != nil {
@@ -351,7 +351,7 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry run wrote %q", w)
 	}
 	for _, s := range []string{
-		"(dry run) clusterrole.rbac.authorization.k8s.io/system:coredns: added 2 rules",
+		"(dry run) clusterrole.rbac.authorization.k8s.io/system:coredns: added 3 rules",
 		"(dry run) deployment.apps/coredns: image coredns=" + ourImage + " (was " + kubeadmImage + ")",
 		"+7:     multicluster clusterset.local",
 	} {

@@ -29,6 +29,12 @@ var neededRules = []rbacv1.PolicyRule{
 		ResourceNames: []string{cache.ServiceImportCRD},
 		Verbs:         []string{"get", "list", "watch"},
 	},
+	{
+		APIGroups:     []string{cache.ClusterPropertyResource.Group},
+		Resources:     []string{cache.ClusterPropertyResource.Resource},
+		ResourceNames: []string{cache.ClusterIDProperty},
+		Verbs:         []string{"get", "list", "watch"},
+	},
 }
 
 // missingRules returns the rules of need that have rules do not grant in

@@ -1,0 +1,319 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/miekg/dns"
+)
+
+// headlessIn is a headless import of "svc" in "ns" with the named port http,
+// and one EndpointSlice per cluster, each with the given endpoints: host
+// "<cluster>-<i>" at the address.
+func headlessIn(preferClose bool, byCluster map[string][]string) (*Import, []*Slice) {
+	im := &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true, Headless: true, PreferClose: preferClose,
+		Ports: []Port{{"http", "tcp", 80}}}
+	var ss []*Slice
+	for cluster, addrs := range byCluster {
+		s := &Slice{Service: "svc", Cluster: cluster}
+		for i, a := range addrs {
+			s.Endpoints = append(s.Endpoints, Endpoint{Host: fmt.Sprintf("%s-%d", cluster, i), Addrs: []netip.Addr{netip.MustParseAddr(a)}})
+		}
+		ss = append(ss, s)
+	}
+	return im, ss
+}
+
+func rrTargets(rs []dns.RR) []string {
+	var out []string
+	for _, r := range rs {
+		switch r := r.(type) {
+		case *dns.SRV:
+			out = append(out, strings.TrimSuffix(r.Target, ".svc.ns.svc.clusterset.local."))
+		default:
+			out = append(out, rrAddr(r))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The service's own name and its port names answer the local cluster's
+// ready endpoints alone while it has one, every cluster's otherwise; the
+// endpoints' own names answer as before.
+func TestBuildPrefersLocalCluster(t *testing.T) {
+	both := map[string][]string{"east": {"10.1.0.1", "fd00::1"}, "west": {"10.2.0.1"}}
+	for _, tc := range []struct {
+		name      string
+		prefer    bool
+		local     string
+		clusters  map[string][]string
+		wantA     []string
+		wantSRV   []string
+		wantScope Scope
+	}{
+		{"prefers, local ready", true, "east", both, []string{"10.1.0.1"}, []string{"east-0.east", "east-1.east"}, ScopeLocal},
+		{"prefers, another cluster is local", true, "west", both, []string{"10.2.0.1"}, []string{"west-0.west"}, ScopeLocal},
+		{"prefers, local has none ready", true, "north", both, []string{"10.1.0.1", "10.2.0.1"},
+			[]string{"east-0.east", "east-1.east", "west-0.west"}, ScopeClusterset},
+		{"prefers, local unknown", true, "", both, []string{"10.1.0.1", "10.2.0.1"},
+			[]string{"east-0.east", "east-1.east", "west-0.west"}, ScopeClusterset},
+		{"prefers, only local", true, "east", map[string][]string{"east": {"10.1.0.1"}}, []string{"10.1.0.1"}, []string{"east-0.east"}, ScopeLocal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im, ss := headlessIn(tc.prefer, tc.clusters)
+			cfg := Config{ClusterID: tc.local}
+			local := ""
+			if cfg.prefersLocal(im) {
+				local = cfg.ClusterID
+			}
+			n, ok := normalize(im, ss, local)
+			if !ok {
+				t.Fatal("no answers")
+			}
+			z := build(im, n, []string{"clusterset.local."}, 5).Zone(0)
+			if got := rrTargets(z.Service.A); !slices.Equal(got, tc.wantA) {
+				t.Errorf("A %v, want %v", got, tc.wantA)
+			}
+			for name, a := range map[string]*Answers{"service": &z.Service, "_http._tcp": z.Sub["_http._tcp"]} {
+				if got := rrTargets(a.SRV); !slices.Equal(got, tc.wantSRV) {
+					t.Errorf("%s SRV %v, want %v", name, got, tc.wantSRV)
+				}
+				var glue []string
+				for _, r := range a.Extra {
+					glue = append(glue, strings.TrimSuffix(r.Header().Name, ".svc.ns.svc.clusterset.local."))
+				}
+				slices.Sort(glue)
+				if !slices.Equal(slices.Compact(glue), tc.wantSRV) {
+					t.Errorf("%s glue for %v, want %v", name, glue, tc.wantSRV)
+				}
+				if a.Scope != tc.wantScope {
+					t.Errorf("%s scope %d, want %d", name, a.Scope, tc.wantScope)
+				}
+			}
+			// Every endpoint keeps its own name, and says nothing of scope.
+			for cluster, addrs := range tc.clusters {
+				for i := range addrs {
+					a := z.Sub[fmt.Sprintf("%s-%d.%s", cluster, i, cluster)]
+					if a == nil || len(a.A)+len(a.AAAA) != 1 || a.Scope != ScopeNone {
+						t.Errorf("%s-%d.%s: %+v", cluster, i, cluster, a)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Without a preference, or with one but no local cluster, the answers are
+// exactly those the service has without the feature.
+func TestBuildWithoutPreferenceUnchanged(t *testing.T) {
+	both := map[string][]string{"east": {"10.1.0.1"}, "west": {"10.2.0.1", "10.2.0.2"}}
+	im, ss := headlessIn(false, both)
+	n0, _ := normalize(im, ss, "")
+	want := build(im, n0, []string{"clusterset.local."}, 5).Zone(0)
+	for _, cfg := range []Config{{ClusterID: "east"}, {PreferLocal: true}, {}} {
+		local := ""
+		if cfg.prefersLocal(im) {
+			local = cfg.ClusterID
+		}
+		n, _ := normalize(im, ss, local)
+		if !n.equal(n0) {
+			t.Errorf("%+v: inputs differ", cfg)
+		}
+		got := build(im, n, []string{"clusterset.local."}, 5).Zone(0)
+		if fmt.Sprint(got.Service) != fmt.Sprint(want.Service) || len(got.Sub) != len(want.Sub) {
+			t.Errorf("%+v: answers differ", cfg)
+		}
+	}
+	// PreferLocal applies to every headless import, never to a ClusterSetIP one.
+	if !(&Config{PreferLocal: true}).prefersLocal(im) || (&Config{PreferLocal: true}).prefersLocal(&Import{PreferClose: true}) {
+		t.Error("prefersLocal")
+	}
+}
+
+// trafficDistribution is read from every version: the spec of v1beta1 and
+// v1alpha1, the root of v1alpha2. internalTrafficPolicy changes nothing.
+func TestReadTrafficDistribution(t *testing.T) {
+	for _, tc := range []struct {
+		td   any // nil: field absent
+		want bool
+	}{
+		{nil, false}, {"PreferClose", true}, {"PreferSameZone", true}, {"PreferSameNode", true},
+		{"preferclose", false}, {"Anywhere", false}, {"", false},
+	} {
+		for _, version := range Versions {
+			fields := map[string]any{"type": "Headless", "internalTrafficPolicy": "Local"}
+			if tc.td != nil {
+				fields["trafficDistribution"] = tc.td
+			}
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": ServiceImports(version).GroupVersion().String(), "kind": "ServiceImport",
+				"metadata": map[string]any{"namespace": "ns", "name": "svc"}}}
+			if version == V1alpha2 {
+				u.Object["spec"] = map[string]any{}
+				for k, v := range fields {
+					u.Object[k] = v
+				}
+			} else {
+				u.Object["spec"] = fields
+			}
+			im, err := ReadImport(u)
+			if err != nil || !im.HasData || !im.Headless {
+				t.Fatalf("%s %v: %+v, %v", version, tc.td, im, err)
+			}
+			if im.PreferClose != tc.want {
+				t.Errorf("%s trafficDistribution %v: PreferClose %v, want %v", version, tc.td, im.PreferClose, tc.want)
+			}
+		}
+	}
+}
+
+var clusterPropertyGVR = ClusterPropertyResource.WithVersion("v1beta1")
+
+func clusterProperty(name, value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "about.k8s.io/v1beta1", "kind": "ClusterProperty",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"value": value},
+	}}
+}
+
+func closeImport(ns, name, rv string) *unstructured.Unstructured {
+	u := v2(ns, name, rv, "Headless")
+	u.Object["trafficDistribution"] = "PreferClose"
+	return u
+}
+
+func (e *env) setProperty(value string) {
+	e.t.Helper()
+	res := e.dyn.Resource(clusterPropertyGVR)
+	ctx := context.Background()
+	switch _, err := res.Get(ctx, ClusterIDProperty, metav1.GetOptions{}); {
+	case value == "" && err == nil:
+		err = res.Delete(ctx, ClusterIDProperty, metav1.DeleteOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	case value == "":
+	case err == nil:
+		if _, err := res.Update(ctx, clusterProperty(ClusterIDProperty, value), metav1.UpdateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	default:
+		if _, err := res.Create(ctx, clusterProperty(ClusterIDProperty, value), metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// The local cluster follows the ClusterProperty without a restart: named,
+// renamed, made invalid and deleted; the answers of a service that prefers
+// close endpoints follow it, and those of one that does not never change.
+func TestControllerFollowsClusterProperty(t *testing.T) {
+	e := start(t, false,
+		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
+		v2("demo", "any", "1", "Headless"), mcSlice("demo", "any-e", "any", "east", "10.1.0.2"), mcSlice("demo", "any-w", "any", "west", "10.2.0.2"),
+		clusterProperty("other.clusterset.k8s.io", "east"))
+	e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.1")
+	for _, step := range []struct {
+		value string
+		want  []string
+	}{
+		{"east", []string{"10.1.0.1"}},
+		{"west", []string{"10.2.0.1"}},
+		{"Not_A_Cluster", []string{"10.1.0.1", "10.2.0.1"}},
+		{"west", []string{"10.2.0.1"}},
+		{"", []string{"10.1.0.1", "10.2.0.1"}},
+	} {
+		e.setProperty(step.value)
+		e.wantAddrs("db.demo", step.want...)
+		e.haveAddrs("any.demo", "10.1.0.2", "10.2.0.2")
+	}
+	if len(e.logged(`the local cluster is "west"`)) != 2 || len(e.logged("is not a cluster ID")) != 1 {
+		t.Errorf("logs: %q", e.logged("cluster"))
+	}
+}
+
+// Readiness decides within one rebuild: the local cluster's last ready
+// endpoint going away gives every cluster's, its return the local one's.
+func TestControllerLocalReadinessFlips(t *testing.T) {
+	e := startWith(t, false, func(e *env) { e.configure = func(c *Config) { c.ClusterID = "east" } },
+		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+	e.wantAddrs("db.demo", "10.1.0.1")
+	slicesOf := e.kube.DiscoveryV1().EndpointSlices("demo")
+	ctx := context.Background()
+	notReady := mcSlice("demo", "db-e", "db", "east", "10.1.0.1")
+	no := false
+	notReady.Endpoints[0].Conditions.Ready = &no
+	for range 3 {
+		if _, err := slicesOf.Update(ctx, notReady, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.wantAddrs("db.demo", "10.2.0.1") // every cluster's ready endpoints: west's
+		if s := e.c.Lookup("db.demo").Zone(0).Service.Scope; s != ScopeClusterset {
+			t.Errorf("scope %d with no local endpoint ready", s)
+		}
+		if _, err := slicesOf.Update(ctx, mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.wantAddrs("db.demo", "10.1.0.1")
+	}
+	// The endpoints' own names answer, in either cluster.
+	if z := e.c.Lookup("db.demo").Zone(0); z.Sub["10-2-0-1.west"] == nil || z.Sub["10-1-0-1.east"] == nil || z.Service.Scope != ScopeLocal {
+		t.Errorf("endpoint names: %v", z.Sub)
+	}
+}
+
+// prefer_local makes every headless service prefer the local cluster, with
+// the ID from the Config: the ClusterProperty is then not read at all.
+func TestControllerPreferLocalOption(t *testing.T) {
+	e := startWith(t, false, func(e *env) {
+		e.configure = func(c *Config) { c.ClusterID, c.PreferLocal = "west", true }
+	}, v2("demo", "db", "1", "Headless"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
+		clusterProperty(ClusterIDProperty, "east"))
+	e.wantAddrs("db.demo", "10.2.0.1")
+	if e.c.cluster != nil {
+		t.Error("the ClusterProperty is watched although cluster_id is set")
+	}
+	for _, a := range e.dyn.Actions() {
+		if a.GetResource().Resource == ClusterPropertyResource.Resource {
+			t.Errorf("read the ClusterProperty: %v", a)
+		}
+	}
+}
+
+// A cluster without the ClusterProperty API, or a plugin refused it,
+// answers at once, as without the feature, and says so once.
+func TestControllerWithoutClusterProperty(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		log  string
+	}{
+		{"not served", apierrors.NewNotFound(schema.GroupResource{}, ""), "serves no ClusterProperty"},
+		{"refused", apierrors.NewForbidden(ClusterPropertyResource, "", fmt.Errorf("RBAC")), "cannot read ClusterProperty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startWith(t, false, func(e *env) {
+				e.dyn.PrependReactor("list", ClusterPropertyResource.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tc.err
+				})
+			}, closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+			e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.1")
+			if got := e.logged(tc.log); len(got) != 1 {
+				t.Errorf("logged %q", e.logged(""))
+			}
+		})
+	}
+}
