@@ -19,8 +19,16 @@ type discardWriter struct{ test.ResponseWriter }
 
 func (discardWriter) WriteMsg(*dns.Msg) error { return nil }
 
-func benchPlugin(b *testing.B) *Multicluster {
-	objs := []runtime.Object{headless("bench", "db", port("http", corev1.ProtocolTCP, 80))}
+// benchPlugin serves 2,000 ClusterSetIP services and the headless db, 40
+// endpoints in each of three clusters; with local, db prefers close
+// endpoints and cluster-1 is the local cluster.
+func benchPlugin(b *testing.B, local bool) *Multicluster {
+	db := headless("bench", "db", port("http", corev1.ProtocolTCP, 80))
+	if local {
+		preferClose := "PreferClose"
+		db.TrafficDistribution = &preferClose
+	}
+	objs := []runtime.Object{db}
 	for i := range 2000 {
 		objs = append(objs, clusterSetIP("bench", fmt.Sprintf("svc%d", i), []string{fmt.Sprintf("10.%d.%d.1", i/250, i%250)}, port("http", corev1.ProtocolTCP, 80)))
 	}
@@ -31,11 +39,15 @@ func benchPlugin(b *testing.B) *Multicluster {
 		}
 		objs = append(objs, slice("bench", fmt.Sprintf("db-%d", c), "db", fmt.Sprintf("cluster-%d", c), discoveryv1.AddressTypeIPv4, eps...))
 	}
+	if local {
+		return newLocalPlugin(b, "cluster-1", false, objs...)
+	}
 	return newTestPlugin(b, objs...)
 }
 
-func benchQuery(b *testing.B, name string, qtype uint16) {
-	m := benchPlugin(b)
+func benchQuery(b *testing.B, name string, qtype uint16) { benchQueryOf(b, benchPlugin(b, false), name, qtype) }
+
+func benchQueryOf(b *testing.B, m *Multicluster, name string, qtype uint16) {
 	r := new(dns.Msg)
 	r.SetQuestion(name, qtype)
 	w := &discardWriter{}
@@ -57,6 +69,19 @@ func BenchmarkServeDNSClusterSetIPSRV(b *testing.B) {
 
 func BenchmarkServeDNSHeadlessA(b *testing.B) {
 	benchQuery(b, "db.bench.svc.clusterset.local.", dns.TypeA)
+}
+
+func BenchmarkServeDNSHeadlessSRV(b *testing.B) {
+	benchQuery(b, "_http._tcp.db.bench.svc.clusterset.local.", dns.TypeSRV)
+}
+
+// The local cluster's 40 endpoints of db's 120.
+func BenchmarkServeDNSHeadlessLocalA(b *testing.B) {
+	benchQueryOf(b, benchPlugin(b, true), "db.bench.svc.clusterset.local.", dns.TypeA)
+}
+
+func BenchmarkServeDNSHeadlessLocalSRV(b *testing.B) {
+	benchQueryOf(b, benchPlugin(b, true), "_http._tcp.db.bench.svc.clusterset.local.", dns.TypeSRV)
 }
 
 func BenchmarkServeDNSNXDOMAIN(b *testing.B) {

@@ -137,7 +137,7 @@ func normalize(im *Import, sliceRecords []*Slice, local string) (normalized, boo
 		return n, len(n.ips) > 0
 	}
 	byName := map[string][]netip.Addr{}
-	localNames := map[string]bool{}
+	var localNames map[string]bool // made only for a service with a preference
 	for _, s := range sliceRecords {
 		if s.Cluster == "" {
 			continue
@@ -145,6 +145,9 @@ func normalize(im *Import, sliceRecords []*Slice, local string) (normalized, boo
 		for _, e := range s.Endpoints {
 			name := e.Host + "." + s.Cluster
 			if local != "" && s.Cluster == local {
+				if localNames == nil {
+					localNames = map[string]bool{}
+				}
 				localNames[name] = true
 			}
 			for _, a := range e.Addrs {

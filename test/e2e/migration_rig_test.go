@@ -214,23 +214,30 @@ func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.Endpoin
 }
 
 // prober asks CoreDNS for every name's A records, over and over, and counts
-// answers that are not exactly the expected set of addresses (one for a
+// answers that are not exactly an expected set of addresses (one for a
 // ClusterSetIP name, several for a headless one). Many queries a second need
 // a DNS client library; dig checks the same names before and after.
 type prober struct {
 	addr    string
 	mu      sync.Mutex
-	want    map[string][]string // name -> the A addresses expected, sorted
+	want    map[string][][]string // name -> the sets of A addresses expected, each sorted
 	total   atomic.Int64
 	failed  atomic.Int64
 	samples []string
 }
 
-func (p *prober) expect(name string, ips ...string) {
-	ips = slices.Clone(ips)
-	slices.Sort(ips)
+func (p *prober) expect(name string, ips ...string) { p.expectAny(name, ips) }
+
+// expectAny makes any of the sets of addresses a right answer for name:
+// while a change is in flight, the answers before and after it.
+func (p *prober) expectAny(name string, sets ...[]string) {
+	want := make([][]string, len(sets))
+	for i, ips := range sets {
+		want[i] = slices.Clone(ips)
+		slices.Sort(want[i])
+	}
 	p.mu.Lock()
-	p.want[name] = ips
+	p.want[name] = want
 	p.mu.Unlock()
 }
 
@@ -274,7 +281,8 @@ func (p *prober) run(ctx context.Context) {
 				}
 				slices.Sort(got)
 			}
-			if err != nil || r.Rcode != dns.RcodeSuccess || len(got) != len(r.Answer) || !slices.Equal(got, want) {
+			if err != nil || r.Rcode != dns.RcodeSuccess || len(got) != len(r.Answer) ||
+				!slices.ContainsFunc(want, func(w []string) bool { return slices.Equal(got, w) }) {
 				p.failed.Add(1)
 				p.mu.Lock()
 				if len(p.samples) < 10 {
@@ -374,7 +382,7 @@ func (r *migRig) runCoreDNSAs(id *harness.Identity, options ...string) {
 	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
 		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, options...),
 	})
-	r.p = &prober{addr: r.dns.Addr(), want: map[string][]string{}}
+	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
 }
 
 // answers waits until name answers exactly ips to dig, then has the prober
@@ -702,7 +710,9 @@ func (r *migRig) digAll() {
 	r.p.mu.Lock()
 	wants := make(map[string][]string, len(r.p.want))
 	for k, v := range r.p.want {
-		wants[k] = v
+		if len(v) == 1 {
+			wants[k] = v[0]
+		}
 	}
 	r.p.mu.Unlock()
 	for name, ips := range wants {

@@ -118,7 +118,7 @@ spec:
 	proxy, kcPath := proxiedKubeconfig(t)
 	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(kcPath)})
 
-	p := &prober{addr: dnsSrv.Addr(), want: map[string][]string{}}
+	p := &prober{addr: dnsSrv.Addr(), want: map[string][][]string{}}
 	for i := range 5 {
 		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
 		eventually(t, dnsSrv, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.70.0.%d", i+1))}})
