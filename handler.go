@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"net"
+	"strings"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
@@ -149,7 +150,9 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 	}
 	if a != nil {
 		res := rep.put(answersFor(a, qtype))
-		countScope(a, res)
+		if res == success && (p.kind == kindService || strings.HasPrefix(p.sub, "_")) { // not an endpoint's own name
+			countScope(z, qtype)
+		}
 		return res
 	}
 	if _, ok := z.ENT[p.sub]; ok {

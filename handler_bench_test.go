@@ -45,7 +45,9 @@ func benchPlugin(b *testing.B, local bool) *Multicluster {
 	return newTestPlugin(b, objs...)
 }
 
-func benchQuery(b *testing.B, name string, qtype uint16) { benchQueryOf(b, benchPlugin(b, false), name, qtype) }
+func benchQuery(b *testing.B, name string, qtype uint16) {
+	benchQueryOf(b, benchPlugin(b, false), name, qtype)
+}
 
 func benchQueryOf(b *testing.B, m *Multicluster, name string, qtype uint16) {
 	r := new(dns.Msg)

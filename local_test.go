@@ -67,7 +67,7 @@ func closeFixture() []runtime.Object {
 // names are unchanged; internalTrafficPolicy Local changes nothing.
 func TestServeDNSPrefersLocalCluster(t *testing.T) {
 	m := newLocalPlugin(t, "east.prod", false, closeFixture()...)
-	local, wide := scopeCounters[cache.ScopeLocal], scopeCounters[cache.ScopeClusterset]
+	local, wide := localAnswers, clustersetAnswers
 	local0, wide0 := counterValue(local), counterValue(wide)
 	runCases(t, m, []test.Case{
 		{Qname: "db.demo.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{

@@ -53,18 +53,20 @@ var (
 	})
 )
 
-// scopeCounters are the headless answer counters, by cache.Scope; both
-// series exist from start-up.
-var scopeCounters = [...]prometheus.Counter{
-	cache.ScopeClusterset: headlessAnswers.WithLabelValues(metricname.ScopeClusterset),
-	cache.ScopeLocal:      headlessAnswers.WithLabelValues(metricname.ScopeLocal),
-}
+// The headless answer counters: the local cluster's endpoints alone, or
+// every cluster's. Both series exist from start-up.
+var (
+	localAnswers      = headlessAnswers.WithLabelValues(metricname.ScopeLocal)
+	clustersetAnswers = headlessAnswers.WithLabelValues(metricname.ScopeClusterset)
+)
 
-// countScope counts an answer of a by its scope; answers that hold no
-// records, and those at an endpoint's own name, are not counted.
-func countScope(a *cache.Answers, res result) {
-	if res == success && a.Scope != cache.ScopeNone && int(a.Scope) < len(scopeCounters) {
-		scopeCounters[a.Scope].Inc()
+// countScope counts an answer with records of type qtype at a headless
+// service's name or one of its port names, by whose endpoints it holds.
+func countScope(z *cache.ZoneAnswers, qtype uint16) {
+	if z.Closest.Of(qtype) {
+		localAnswers.Inc()
+	} else {
+		clustersetAnswers.Inc()
 	}
 }
 

@@ -15,24 +15,41 @@ type Answers struct {
 	AAAA  []dns.RR
 	SRV   []dns.RR
 	Extra []dns.RR // A/AAAA glue of the SRV targets
-	Scope Scope    // whose endpoints the answers hold; None at an endpoint's own name
 }
 
-// Scope says whose endpoints a headless service's answers hold, at the
-// service's name and its port names.
-type Scope uint8
+// Closest says which answers of a headless service, at its name and its
+// port names, hold the local cluster's ready endpoints alone (the service
+// prefers close endpoints, and the local cluster has some ready); the others
+// hold every cluster's. Each address family is decided on its own, so that
+// an A query never goes empty while another cluster has IPv4 endpoints.
+type Closest uint8
 
 const (
-	ScopeNone       Scope = iota // one endpoint's own name: no choice made
-	ScopeClusterset              // every cluster's ready endpoints
-	ScopeLocal                   // the local cluster's only: the service prefers close endpoints, and it has some ready
+	ClosestA    Closest = 1 << iota // A: the local cluster has a ready IPv4 endpoint
+	ClosestAAAA                     // AAAA: the local cluster has a ready IPv6 endpoint
+	ClosestSRV                      // SRV: the local cluster has a ready endpoint
 )
+
+// Of reports whether the answers of type qtype hold the local cluster's
+// endpoints alone.
+func (c Closest) Of(qtype uint16) bool {
+	switch qtype {
+	case dns.TypeA:
+		return c&ClosestA != 0
+	case dns.TypeAAAA:
+		return c&ClosestAAAA != 0
+	case dns.TypeSRV:
+		return c&ClosestSRV != 0
+	}
+	return false
+}
 
 // ZoneAnswers are a headless service's answers inside one zone.
 type ZoneAnswers struct {
 	Service Answers             // <svc>.<ns>.svc.<zone>
 	Sub     map[string]*Answers // "_<port>._<proto>" and "<host>.<cluster>", relative to the service name
 	ENT     map[string]struct{} // empty non-terminals below the service name
+	Closest Closest             // which answers at the service's name and port names are the local cluster's alone
 }
 
 // Service is the immutable answer set of one imported service.
@@ -172,10 +189,26 @@ func (n normalized) equal(o normalized) bool {
 		})
 }
 
-// closest reports whether the service's own name and port names answer the
-// local cluster's endpoints only: it prefers them, and one is ready.
-func (n normalized) closest() bool {
-	return slices.ContainsFunc(n.endpoints, func(e namedAddrs) bool { return e.local })
+// closest says which answers at the service's own name and port names hold
+// the local cluster's endpoints alone: those of a family (or, for SRV, of
+// any) that the local cluster has a ready endpoint of, when the service
+// prefers it.
+func (n normalized) closest() Closest {
+	var c Closest
+	for _, e := range n.endpoints {
+		if !e.local {
+			continue
+		}
+		c |= ClosestSRV
+		for _, a := range e.addrs {
+			if a.Is4() {
+				c |= ClosestA
+			} else {
+				c |= ClosestAAAA
+			}
+		}
+	}
+	return c
 }
 
 // build makes the answers of one service in every zone.
@@ -214,29 +247,32 @@ func srvPorts(ports []Port) []Port {
 // ports of the SRV records at the service's own name.
 func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) ZoneAnswers {
 	svcName := ServiceName(im.Name, im.Namespace, zone)
-	scope, closest := ScopeClusterset, n.closest()
-	if closest {
-		scope = ScopeLocal
-	}
-	z := ZoneAnswers{Service: Answers{Scope: scope}, Sub: map[string]*Answers{}, ENT: map[string]struct{}{}}
+	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}, Closest: n.closest()}
+	// An endpoint of another cluster keeps its own name; the service's name
+	// and port names leave it out of the answers that are the local
+	// cluster's alone.
+	in := func(e namedAddrs, c Closest) bool { return e.local || z.Closest&c == 0 }
 	var targets []string // of the endpoints answered at the service's name and port names
 	var glue []dns.RR
 	for _, e := range n.endpoints {
 		target := e.name + "." + svcName
 		a, aaaa := addressRecords(target, e.addrs, ttl)
 		z.Sub[e.name] = &Answers{A: a, AAAA: aaaa}
-		if closest && !e.local {
-			continue // its own name answers; the service's does not
+		if in(e, ClosestSRV) {
+			targets = append(targets, target)
+			glue = append(append(glue, a...), aaaa...)
 		}
-		targets = append(targets, target)
-		glue = append(append(glue, a...), aaaa...)
 		sa, saaaa := addressRecords(svcName, e.addrs, ttl)
-		z.Service.A = appendNew(z.Service.A, sa)
-		z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
+		if in(e, ClosestA) {
+			z.Service.A = appendNew(z.Service.A, sa)
+		}
+		if in(e, ClosestAAAA) {
+			z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
+		}
 	}
 	for _, p := range n.ports {
 		sub := p.Sub()
-		ans := &Answers{Extra: glue, Scope: scope}
+		ans := &Answers{Extra: glue}
 		for _, t := range targets {
 			ans.SRV = append(ans.SRV, srvRecord(sub+"."+svcName, ttl, p.Port, t))
 		}

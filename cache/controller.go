@@ -160,6 +160,10 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 				ClusterIDProperty, ClusterIDProperty, err)
 		},
 		granted: func(string) { c.logf("reading ClusterProperty %s: access granted", ClusterIDProperty) },
+		// Until the ServiceImport and EndpointSlice watches are allowed, a
+		// refusal is as likely the API server's start-up as the rule
+		// missing: only one that outlasts theirs is reported.
+		starting: func() bool { return !c.access.refusals.granted.Load() },
 	}
 	if cfg.ClusterID == "" {
 		c.cluster = c.newClusterWatch()

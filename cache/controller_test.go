@@ -28,7 +28,7 @@ var (
 	gvrBeta = ServiceImports(V1beta1)
 
 	listKinds = map[schema.GroupVersionResource]string{gvr2: "ServiceImportList", gvrBeta: "ServiceImportList", gvr1: "ServiceImportList",
-		crdResource:                              "CustomResourceDefinitionList",
+		crdResource: "CustomResourceDefinitionList",
 		ClusterPropertyResource.WithVersion("v1beta1"): "ClusterPropertyList", ClusterPropertyResource.WithVersion("v1alpha1"): "ClusterPropertyList"}
 )
 

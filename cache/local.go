@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -92,7 +93,8 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 					continue
 				}
 				mu.Lock()
-				version, absentSaid = v, false
+				version = v
+				absentSaid = absentSaid && err != nil
 				mu.Unlock()
 				return obj, err
 			}
@@ -103,7 +105,7 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 					"so headless services answer every cluster's endpoints; asked again every %s", clusterPropertyAbsentFor)
 			}
 			mu.Unlock()
-			c.setCluster("")
+			c.setCluster("", "no ClusterProperty API is served")
 			c.clusterSettled.Store(true)
 			select {
 			case <-ctx.Done():
@@ -119,7 +121,13 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 			mu.Lock()
 			v := version
 			mu.Unlock()
-			return c.dyn.Resource(ClusterPropertyResource.WithVersion(v)).Watch(ctx, o)
+			w, err := c.dyn.Resource(ClusterPropertyResource.WithVersion(v)).Watch(ctx, o)
+			if err == nil {
+				mu.Lock()
+				absentSaid = false
+				mu.Unlock()
+			}
+			return w, err
 		},
 	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
@@ -138,10 +146,10 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 		if u, ok := tombstone(obj).(*unstructured.Unstructured); ok && u.GetName() == ClusterIDProperty {
 			value, _, _ := unstructured.NestedString(u.Object, "spec", "value")
 			if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
-				c.cfg.Log.Warningf("ClusterProperty %s: %q is not a cluster ID (an RFC 1123 subdomain): the local cluster is unknown", ClusterIDProperty, value)
-				value = ""
+				c.setCluster("", fmt.Sprintf("ClusterProperty %s says %q, which is not a cluster ID (an RFC 1123 subdomain)", ClusterIDProperty, value))
+				return
 			}
-			c.setCluster(value)
+			c.setCluster(value, "")
 		}
 	}
 	c.clusterHandler, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -149,23 +157,24 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 		UpdateFunc: func(_, obj any) { follow(obj) },
 		DeleteFunc: func(obj any) {
 			if u, ok := tombstone(obj).(*unstructured.Unstructured); ok && u.GetName() == ClusterIDProperty {
-				c.setCluster("")
+				c.setCluster("", "ClusterProperty "+ClusterIDProperty+" is gone")
 			}
 		},
 	})
 	return inf
 }
 
-// setCluster records the local cluster's ID from the ClusterProperty and,
-// once answers are built, rebuilds every service when it changes: the
-// answers of those that prefer close endpoints change with it.
-func (c *Controller) setCluster(id string) {
+// setCluster records the local cluster's ID from the ClusterProperty ("" and
+// why when unknown) and, once answers are built, rebuilds every service when
+// it changes: the answers of those that prefer close endpoints change with
+// it. It logs each change, once.
+func (c *Controller) setCluster(id, why string) {
 	old := c.clusterID.Swap(&id)
 	if old != nil && *old == id || old == nil && id == "" {
 		return
 	}
 	if id == "" {
-		c.logf("the local cluster is unknown: ClusterProperty %s is gone; headless services answer every cluster's endpoints", ClusterIDProperty)
+		c.cfg.Log.Warningf("the local cluster is unknown: %s; headless services answer every cluster's endpoints", why)
 	} else {
 		c.logf("the local cluster is %q (ClusterProperty %s)", id, ClusterIDProperty)
 	}

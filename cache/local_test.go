@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,16 +61,24 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 		local     string
 		clusters  map[string][]string
 		wantA     []string
+		wantAAAA  []string
 		wantSRV   []string
-		wantScope Scope
+		wantClose Closest
 	}{
-		{"prefers, local ready", true, "east", both, []string{"10.1.0.1"}, []string{"east-0.east", "east-1.east"}, ScopeLocal},
-		{"prefers, another cluster is local", true, "west", both, []string{"10.2.0.1"}, []string{"west-0.west"}, ScopeLocal},
-		{"prefers, local has none ready", true, "north", both, []string{"10.1.0.1", "10.2.0.1"},
-			[]string{"east-0.east", "east-1.east", "west-0.west"}, ScopeClusterset},
-		{"prefers, local unknown", true, "", both, []string{"10.1.0.1", "10.2.0.1"},
-			[]string{"east-0.east", "east-1.east", "west-0.west"}, ScopeClusterset},
-		{"prefers, only local", true, "east", map[string][]string{"east": {"10.1.0.1"}}, []string{"10.1.0.1"}, []string{"east-0.east"}, ScopeLocal},
+		{"prefers, local ready", true, "east", both, []string{"10.1.0.1"}, []string{"fd00::1"}, []string{"east-0.east", "east-1.east"},
+			ClosestA | ClosestAAAA | ClosestSRV},
+		// West has no IPv6 endpoint: AAAA is every cluster's, east's.
+		{"prefers, another cluster is local", true, "west", both, []string{"10.2.0.1"}, []string{"fd00::1"}, []string{"west-0.west"},
+			ClosestA | ClosestSRV},
+		{"prefers, local has none ready", true, "north", both, []string{"10.1.0.1", "10.2.0.1"}, []string{"fd00::1"},
+			[]string{"east-0.east", "east-1.east", "west-0.west"}, 0},
+		{"prefers, local unknown", true, "", both, []string{"10.1.0.1", "10.2.0.1"}, []string{"fd00::1"},
+			[]string{"east-0.east", "east-1.east", "west-0.west"}, 0},
+		{"prefers, only local", true, "east", map[string][]string{"east": {"10.1.0.1"}}, []string{"10.1.0.1"}, nil, []string{"east-0.east"},
+			ClosestA | ClosestSRV},
+		// The local cluster is IPv6-only: A stays every cluster's, so it never goes empty.
+		{"prefers, local IPv6 only", true, "six", map[string][]string{"six": {"fd00::6"}, "west": {"10.2.0.1"}},
+			[]string{"10.2.0.1"}, []string{"fd00::6"}, []string{"six-0.six"}, ClosestAAAA | ClosestSRV},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im, ss := headlessIn(tc.prefer, tc.clusters)
@@ -86,6 +95,12 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 			if got := rrTargets(z.Service.A); !slices.Equal(got, tc.wantA) {
 				t.Errorf("A %v, want %v", got, tc.wantA)
 			}
+			if got := rrTargets(z.Service.AAAA); !slices.Equal(got, tc.wantAAAA) {
+				t.Errorf("AAAA %v, want %v", got, tc.wantAAAA)
+			}
+			if z.Closest != tc.wantClose {
+				t.Errorf("closest %b, want %b", z.Closest, tc.wantClose)
+			}
 			for name, a := range map[string]*Answers{"service": &z.Service, "_http._tcp": z.Sub["_http._tcp"]} {
 				if got := rrTargets(a.SRV); !slices.Equal(got, tc.wantSRV) {
 					t.Errorf("%s SRV %v, want %v", name, got, tc.wantSRV)
@@ -98,15 +113,12 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 				if !slices.Equal(slices.Compact(glue), tc.wantSRV) {
 					t.Errorf("%s glue for %v, want %v", name, glue, tc.wantSRV)
 				}
-				if a.Scope != tc.wantScope {
-					t.Errorf("%s scope %d, want %d", name, a.Scope, tc.wantScope)
-				}
 			}
-			// Every endpoint keeps its own name, and says nothing of scope.
+			// Every endpoint keeps its own name.
 			for cluster, addrs := range tc.clusters {
 				for i := range addrs {
 					a := z.Sub[fmt.Sprintf("%s-%d.%s", cluster, i, cluster)]
-					if a == nil || len(a.A)+len(a.AAAA) != 1 || a.Scope != ScopeNone {
+					if a == nil || len(a.A)+len(a.AAAA) != 1 {
 						t.Errorf("%s-%d.%s: %+v", cluster, i, cluster, a)
 					}
 				}
@@ -261,8 +273,8 @@ func TestControllerLocalReadinessFlips(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.wantAddrs("db.demo", "10.2.0.1") // every cluster's ready endpoints: west's
-		if s := e.c.Lookup("db.demo").Zone(0).Service.Scope; s != ScopeClusterset {
-			t.Errorf("scope %d with no local endpoint ready", s)
+		if c := e.c.Lookup("db.demo").Zone(0).Closest; c != 0 {
+			t.Errorf("closest %b with no local endpoint ready", c)
 		}
 		if _, err := slicesOf.Update(ctx, mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -270,7 +282,7 @@ func TestControllerLocalReadinessFlips(t *testing.T) {
 		e.wantAddrs("db.demo", "10.1.0.1")
 	}
 	// The endpoints' own names answer, in either cluster.
-	if z := e.c.Lookup("db.demo").Zone(0); z.Sub["10-2-0-1.west"] == nil || z.Sub["10-1-0-1.east"] == nil || z.Service.Scope != ScopeLocal {
+	if z := e.c.Lookup("db.demo").Zone(0); z.Sub["10-2-0-1.west"] == nil || z.Sub["10-1-0-1.east"] == nil || z.Closest != ClosestA|ClosestSRV {
 		t.Errorf("endpoint names: %v", z.Sub)
 	}
 }
@@ -315,5 +327,37 @@ func TestControllerWithoutClusterProperty(t *testing.T) {
 				t.Errorf("logged %q", e.logged(""))
 			}
 		})
+	}
+}
+
+// The first answers are already the local cluster's: answering waits for
+// the ClusterProperty's first list.
+func TestControllerFirstAnswersLocal(t *testing.T) {
+	e := startWith(t, false, func(e *env) {
+		// A ClusterProperty listed last: answers wait for it.
+		e.dyn.PrependReactor("list", ClusterPropertyResource.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+			time.Sleep(300 * time.Millisecond)
+			return false, nil, nil
+		})
+	}, clusterProperty(ClusterIDProperty, "east"),
+		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+	e.haveAddrs("db.demo", "10.1.0.1")
+}
+
+// Where only v1alpha1 of ClusterProperty is served, it is read through it.
+func TestControllerClusterPropertyV1alpha1(t *testing.T) {
+	old := clusterProperty(ClusterIDProperty, "west")
+	old.SetAPIVersion("about.k8s.io/v1alpha1")
+	e := startWith(t, false, func(e *env) {
+		e.dyn.PrependReactor("list", ClusterPropertyResource.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetResource().Version == "v1beta1" {
+				return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), "")
+			}
+			return false, nil, nil
+		})
+	}, old, closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+	e.haveAddrs("db.demo", "10.2.0.1")
+	if len(e.logged("serves no ClusterProperty")) != 0 {
+		t.Errorf("logs: %q", e.logged("ClusterProperty"))
 	}
 }

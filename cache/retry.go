@@ -62,6 +62,10 @@ type permission struct {
 	retry     time.Duration
 	denied    func(err error)
 	granted   func(what string)
+	// starting, when set, reports that a refusal may be the API server's
+	// authorizer catching up at start-up rather than a missing rule: it is
+	// then retried every passingRetry, unreported.
+	starting func() bool
 }
 
 // waitingOutErrors makes list and watch calls wait out an unreachable API server,
@@ -89,7 +93,7 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 		every := retryEvery
 		var status apierrors.APIStatus
 		switch {
-		case (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && access.passing():
+		case (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && (access.passing() || access.starting != nil && access.starting()):
 			every = passingRetry
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			if access.deniedNow.CompareAndSwap(false, true) {

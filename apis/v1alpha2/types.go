@@ -61,7 +61,8 @@ type ServiceImport struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.clientIP) || !has(self.clientIP.timeoutSeconds) || (self.clientIP.timeoutSeconds >= 1 && self.clientIP.timeoutSeconds <= 86400)",message="must be from 1 to 86400",fieldPath=".clientIP.timeoutSeconds"
 	SessionAffinityConfig *corev1.SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
 	// InternalTrafficPolicy is the exported Service's internalTrafficPolicy,
-	// Cluster or Local, as in spec.internalTrafficPolicy of v1beta1.
+	// Cluster or Local, as in spec.internalTrafficPolicy of v1beta1: carried
+	// for the data plane; DNS answers do not depend on it.
 	// +optional
 	// +kubebuilder:validation:Enum=Cluster;Local
 	InternalTrafficPolicy *corev1.ServiceInternalTrafficPolicy `json:"internalTrafficPolicy,omitempty"`

@@ -139,7 +139,12 @@ func TestCoreDNSChartValues(t *testing.T) {
 	if n := strings.Count(out, "cannot watch the ServiceImport CRD"); n != 1 {
 		t.Errorf("the missing CRD rule logged %d times, want once:\n%s", n, out)
 	}
-	if n := strings.Count(strings.ToLower(out), "forbidden"); n != 1 {
-		t.Errorf("%d denials in the log, want only the CRD's:\n%s", n, out)
+	// The chart grants no read of the ClusterProperty either: said once,
+	// and the local cluster is unknown.
+	if n := strings.Count(out, "cannot read ClusterProperty"); n != 1 {
+		t.Errorf("the missing ClusterProperty rule logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(strings.ToLower(out), "forbidden"); n != 2 {
+		t.Errorf("%d denials in the log, want only the CRD's and the ClusterProperty's:\n%s", n, out)
 	}
 }
