@@ -62,6 +62,20 @@ func closeFixture() []runtime.Object {
 		slice("demo", "itp-east", "itp", "east.prod", discoveryv1.AddressTypeIPv4, ep{host: "a", addrs: []string{"10.8.0.1"}}))
 }
 
+// eastSRV is the SRV answer at owner, db's name or port name, with
+// east.prod the local cluster: its two endpoints, and their addresses.
+func eastSRV(owner string) test.Case {
+	target := func(host string) string { return host + ".east.prod.db.demo.svc.clusterset.local." }
+	return test.Case{Qname: owner, Qtype: dns.TypeSRV, Answer: []dns.RR{
+		test.SRV(owner + " 5 IN SRV 0 50 3306 " + target("db-0")),
+		test.SRV(owner + " 5 IN SRV 0 50 3306 " + target("db-1")),
+	}, Extra: []dns.RR{
+		test.A(target("db-0") + " 5 IN A 10.2.0.1"),
+		test.AAAA(target("db-0") + " 5 IN AAAA fd00::2:1"),
+		test.A(target("db-1") + " 5 IN A 10.2.0.2"),
+	}}
+}
+
 // A headless service that prefers close endpoints answers, at its name and
 // port names, the local cluster's ready endpoints only; its endpoints' own
 // names are unchanged; internalTrafficPolicy Local changes nothing.
@@ -74,22 +88,8 @@ func TestServeDNSPrefersLocalCluster(t *testing.T) {
 			test.A("db.demo.svc.clusterset.local. 5 IN A 10.2.0.1"), test.A("db.demo.svc.clusterset.local. 5 IN A 10.2.0.2")}},
 		{Qname: "db.demo.svc.clusterset.local.", Qtype: dns.TypeAAAA, Answer: []dns.RR{
 			test.AAAA("db.demo.svc.clusterset.local. 5 IN AAAA fd00::2:1")}},
-		{Qname: "_mysql._tcp.db.demo.svc.clusterset.local.", Qtype: dns.TypeSRV, Answer: []dns.RR{
-			test.SRV("_mysql._tcp.db.demo.svc.clusterset.local. 5 IN SRV 0 50 3306 db-0.east.prod.db.demo.svc.clusterset.local."),
-			test.SRV("_mysql._tcp.db.demo.svc.clusterset.local. 5 IN SRV 0 50 3306 db-1.east.prod.db.demo.svc.clusterset.local."),
-		}, Extra: []dns.RR{
-			test.A("db-0.east.prod.db.demo.svc.clusterset.local. 5 IN A 10.2.0.1"),
-			test.AAAA("db-0.east.prod.db.demo.svc.clusterset.local. 5 IN AAAA fd00::2:1"),
-			test.A("db-1.east.prod.db.demo.svc.clusterset.local. 5 IN A 10.2.0.2"),
-		}},
-		{Qname: "db.demo.svc.clusterset.local.", Qtype: dns.TypeSRV, Answer: []dns.RR{
-			test.SRV("db.demo.svc.clusterset.local. 5 IN SRV 0 50 3306 db-0.east.prod.db.demo.svc.clusterset.local."),
-			test.SRV("db.demo.svc.clusterset.local. 5 IN SRV 0 50 3306 db-1.east.prod.db.demo.svc.clusterset.local."),
-		}, Extra: []dns.RR{
-			test.A("db-0.east.prod.db.demo.svc.clusterset.local. 5 IN A 10.2.0.1"),
-			test.AAAA("db-0.east.prod.db.demo.svc.clusterset.local. 5 IN AAAA fd00::2:1"),
-			test.A("db-1.east.prod.db.demo.svc.clusterset.local. 5 IN A 10.2.0.2"),
-		}},
+		eastSRV("_mysql._tcp.db.demo.svc.clusterset.local."),
+		eastSRV("db.demo.svc.clusterset.local."),
 		// Another cluster's endpoints keep their own names.
 		{Qname: "db-0.west.db.demo.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{
 			test.A("db-0.west.db.demo.svc.clusterset.local. 5 IN A 10.1.0.1")}},

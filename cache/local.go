@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
@@ -80,12 +78,10 @@ func (c *Controller) clusterKnown() bool {
 // it asks again every clusterPropertyAbsentFor, quietly after the first time.
 // A refusal is waited out as for the other watches, and reported once.
 func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
-	byName := fields.OneTermEqualSelector("metadata.name", ClusterIDProperty).String()
 	var mu sync.Mutex
 	version := clusterPropertyVersions[0] // the version last listed
 	absentSaid := false
-	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		o.FieldSelector = byName
+	list := func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 		for {
 			for _, v := range clusterPropertyVersions {
 				obj, err := c.dyn.Resource(ClusterPropertyResource.WithVersion(v)).List(ctx, o)
@@ -114,34 +110,19 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 			}
 		}
 	}
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("the ClusterProperty "+ClusterIDProperty, c.clusterAccess, &toolscache.ListWatch{
-		ListWithContextFunc: list,
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
+	watchFunc := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		mu.Lock()
+		v := version
+		mu.Unlock()
+		w, err := c.dyn.Resource(ClusterPropertyResource.WithVersion(v)).Watch(ctx, o)
+		if err == nil {
 			mu.Lock()
-			v := version
+			absentSaid = false
 			mu.Unlock()
-			w, err := c.dyn.Resource(ClusterPropertyResource.WithVersion(v)).Watch(ctx, o)
-			if err == nil {
-				mu.Lock()
-				absentSaid = false
-				mu.Unlock()
-			}
-			return w, err
-		},
-	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
 		}
-		small := &unstructured.Unstructured{Object: map[string]any{}}
-		small.SetName(u.GetName())
-		small.SetResourceVersion(u.GetResourceVersion())
-		value, _, _ := unstructured.NestedString(u.Object, "spec", "value")
-		_ = unstructured.SetNestedField(small.Object, value, "spec", "value")
-		return small, nil
-	})
+		return w, err
+	}
+	inf := c.watchByName("the ClusterProperty "+ClusterIDProperty, ClusterIDProperty, c.clusterAccess, list, watchFunc, []string{"spec", "value"})
 	follow := func(obj any) {
 		if u, ok := tombstone(obj).(*unstructured.Unstructured); ok && u.GetName() == ClusterIDProperty {
 			value, _, _ := unstructured.NestedString(u.Object, "spec", "value")

@@ -137,31 +137,9 @@ func servedIn(raw []byte) (map[string]bool, bool) {
 // RBAC rule may be limited to that name), and pokes Run whenever it changes.
 // An unreachable API server, or a refusal, is waited out as for the other
 // watches; a lasting refusal is retried every crdDeniedRetry.
-// Only the CRD's name and resourceVersion are kept.
 func (c *Controller) newCRDWatch() toolscache.SharedIndexInformer {
 	res := c.dyn.Resource(crdResource)
-	byName := fields.OneTermEqualSelector("metadata.name", ServiceImportCRD).String()
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("the ServiceImport CRD", c.crdAccess, &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return res.Watch(ctx, o)
-		},
-	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		small := &unstructured.Unstructured{Object: map[string]any{}}
-		small.SetName(u.GetName())
-		small.SetUID(u.GetUID())
-		small.SetResourceVersion(u.GetResourceVersion())
-		return small, nil
-	})
+	inf := c.watchByName("the ServiceImport CRD", ServiceImportCRD, c.crdAccess, res.List, res.Watch)
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		// The first list finds the CRD as discovery found it a moment
 		// before, as a rule: one more look, not a hurry, so that replicas
@@ -302,3 +280,41 @@ var shapeOf = map[string]string{V1alpha2: "root", V1beta1: "spec", V1alpha1: "sp
 // readOption is the Corefile option that reads a version the default
 // configuration does not.
 var readOption = map[string]string{V1alpha1: "fallback v1alpha1"}
+
+// watchByName makes an informer of the one object called name that list and
+// watch return (a CRD, a cluster-scoped object): both ask for it by name,
+// with a field selector, so that the RBAC rule may name it alone. Errors are
+// waited out as access says. The store keeps the object's name, UID,
+// resourceVersion and the string fields at the paths keep, nothing else.
+func (c *Controller) watchByName(what, name string, access *permission,
+	list func(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error),
+	watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error), keep ...[]string) toolscache.SharedIndexInformer {
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors(what, access, &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return watchFunc(ctx, o)
+		},
+	}), c.dyn), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		small := &unstructured.Unstructured{Object: map[string]any{}}
+		small.SetName(u.GetName())
+		small.SetUID(u.GetUID())
+		small.SetResourceVersion(u.GetResourceVersion())
+		for _, path := range keep {
+			if v, ok, _ := unstructured.NestedString(u.Object, path...); ok {
+				_ = unstructured.SetNestedField(small.Object, v, path...)
+			}
+		}
+		return small, nil
+	})
+	return inf
+}
