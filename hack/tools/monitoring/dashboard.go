@@ -114,7 +114,9 @@ func build() (dashboard.Dashboard, error) {
 			query(fmt.Sprintf("sum by (%s) (%s)", m.Result, rate(sel(m.Responses))), "{{"+m.Result+"}}")).Min(0)).
 		WithPanel(series("Request latency in the clusterset zone", "How long do queries in the plugin's zones take, at the median and the 99th percentile?", "s",
 			query(fmt.Sprintf("histogram_quantile(0.5, sum by (le) (%s))", rate(sel(m.RequestDuration+"_bucket", zone))), "p50"),
-			query(fmt.Sprintf("histogram_quantile(0.99, sum by (le) (%s))", rate(sel(m.RequestDuration+"_bucket", zone))), "p99")).Min(0))
+			query(fmt.Sprintf("histogram_quantile(0.99, sum by (le) (%s))", rate(sel(m.RequestDuration+"_bucket", zone))), "p99")).Min(0)).
+		WithPanel(series("Headless answers: local cluster or every cluster's", "How many answers at headless services' names and port names hold the local cluster's endpoints alone (trafficDistribution PreferClose, or prefer_local), and how many every cluster's?", "reqps",
+			query(fmt.Sprintf("sum by (%s) (%s)", m.Scope, rate(sel(m.HeadlessAnswers))), "{{"+m.Scope+"}}")).Min(0).Span(24))
 
 	b.WithRow(dashboard.NewRowBuilder("Data")).
 		WithPanel(series("Services answered, by ServiceImport version", "Which ServiceImport version answers each service? During a migration between shapes one line falls as the other rises.", "none",
