@@ -213,22 +213,81 @@ func (m *Multicluster) ns(zi int) *dns.NS {
 	return &dns.NS{Hdr: m.hdr(m.zones[zi].name, dns.TypeNS), Ns: m.zones[zi].ns}
 }
 
-// nsAddress answers for ns.dns.<zone> with the address the query came in on,
-// as the kubernetes plugin does when it finds no service of its own. A qtype
-// of 0 gives the record of either family.
+// nsAddress answers for ns.dns.<zone>: the addresses ns_address names, or
+// else the address the query came in on, as the kubernetes plugin does when
+// it finds no service of its own, or else (a wildcard socket, which does not
+// say) the server's own (nsAddrs). A qtype of 0 gives the records of either
+// family.
 func (m *Multicluster) nsAddress(state request.Request, name string, qtype uint16) []dns.RR {
-	ip := net.ParseIP(state.LocalIP())
-	if ip == nil || ip.IsUnspecified() {
-		return nil
-	}
-	if v4 := ip.To4(); v4 != nil {
-		if qtype == dns.TypeA || qtype == 0 {
-			return []dns.RR{&dns.A{Hdr: m.hdr(name, dns.TypeA), A: v4}}
+	addrs := m.nsAddrs
+	if len(addrs) == 0 {
+		if ip := net.ParseIP(state.LocalIP()); ip != nil && !ip.IsUnspecified() {
+			addrs = []net.IP{ip}
+		} else {
+			addrs = m.boundAddrs
 		}
+	}
+	return m.addressRecords(name, addrs, qtype)
+}
+
+// addressRecords are the A and AAAA records of name for addrs; a qtype of A
+// or AAAA keeps that family alone.
+func (m *Multicluster) addressRecords(name string, addrs []net.IP, qtype uint16) []dns.RR {
+	var rrs []dns.RR
+	for _, ip := range addrs {
+		if v4 := ip.To4(); v4 != nil {
+			if qtype == dns.TypeA || qtype == 0 {
+				rrs = append(rrs, &dns.A{Hdr: m.hdr(name, dns.TypeA), A: v4})
+			}
+		} else if qtype == dns.TypeAAAA || qtype == 0 {
+			rrs = append(rrs, &dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: ip})
+		}
+	}
+	return rrs
+}
+
+// serverAddrs are the addresses a zone transfer publishes for ns.dns.<zone>,
+// where there is no query to take one from: ns_address, or the server's own.
+func (m *Multicluster) serverAddrs() []net.IP {
+	if len(m.nsAddrs) > 0 {
+		return m.nsAddrs
+	}
+	return m.boundAddrs
+}
+
+// boundAddrs returns the addresses the server block listens on: those bind
+// names, as they are; for a wildcard socket, the host's addresses but
+// loopback and link-local ones, or its loopback ones when it has no other
+// (the kubernetes plugin's localIPs, which also leaves out bind's).
+func boundAddrs(listenHosts []string, ifaceAddrs func() ([]net.Addr, error)) []net.IP {
+	var out []net.IP
+	for _, h := range listenHosts {
+		if ip := net.ParseIP(h); ip != nil && !ip.IsUnspecified() {
+			out = append(out, ip)
+		}
+	}
+	if len(out) > 0 || ifaceAddrs == nil {
+		return out
+	}
+	addrs, err := ifaceAddrs()
+	if err != nil {
 		return nil
 	}
-	if qtype == dns.TypeAAAA || qtype == 0 {
-		return []dns.RR{&dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: ip}}
+	var loopback []net.IP
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		switch ip := ipn.IP; {
+		case ip.IsLoopback():
+			loopback = append(loopback, ip)
+		case !ip.IsLinkLocalUnicast() && !ip.IsUnspecified():
+			out = append(out, ip)
+		}
 	}
-	return nil
+	if len(out) == 0 {
+		return loopback
+	}
+	return out
 }

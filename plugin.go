@@ -5,6 +5,7 @@ package multicluster
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"time"
 
@@ -49,6 +50,9 @@ type Multicluster struct {
 	zones   []servedZone // Zones, in order, with what answering in each takes
 	forward []string     // the forward zones, in order: the index of each is its forward index
 
+	nsAddrs    []net.IP // ns_address: the addresses of ns.dns.<zone>; nil for the server's own
+	boundAddrs []net.IP // the server block's own addresses (boundAddrs)
+
 	// Set from the Corefile, used when starting the controller.
 	kubeconfig     string
 	kubecontext    string
@@ -62,6 +66,7 @@ type Multicluster struct {
 	clusterID      string // the local cluster; else the ClusterProperty's
 	preferLocal    bool   // every headless service prefers the local cluster
 	startupTimeout time.Duration
+	ctx            context.Context // the controller's, until shutdown
 	stop           context.CancelFunc
 	done           chan struct{}
 }

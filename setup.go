@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/transfer"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -30,7 +32,16 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	m.boundAddrs = boundAddrs(dnsserver.GetConfig(c).ListenHosts, net.InterfaceAddrs)
 	c.OnStartup(m.start)
+	c.OnStartup(func() error {
+		// The transfer plugin of the server block, if any, tells
+		// secondaries when the zone changes.
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && t != nil && m.ctx != nil {
+			go m.notifyOnChange(m.ctx, t)
+		}
+		return nil
+	})
 	c.OnShutdown(m.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		m.Next = next
@@ -155,6 +166,21 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			return c.Errf("cluster_id %q is not a cluster ID, an RFC 1123 subdomain such as east or east.example.com", args[0])
 		}
 		m.clusterID = args[0]
+	case "ns_address":
+		args := c.RemainingArgs()
+		if len(args) == 0 {
+			return c.ArgErr()
+		}
+		for _, a := range args {
+			ip := net.ParseIP(a)
+			if ip == nil || ip.IsUnspecified() {
+				return c.Errf("ns_address %q is not an IP address", a)
+			}
+			if v4 := ip.To4(); v4 != nil {
+				ip = v4
+			}
+			m.nsAddrs = append(m.nsAddrs, ip)
+		}
 	case "prefer_local":
 		if len(c.RemainingArgs()) != 0 {
 			return c.ArgErr()
@@ -235,7 +261,7 @@ func (m *Multicluster) start() error {
 	m.backend = ctrl
 	synced.Set(0)
 	ctx, cancel := context.WithCancel(context.Background())
-	m.stop, m.done = cancel, make(chan struct{})
+	m.ctx, m.stop, m.done = ctx, cancel, make(chan struct{})
 	go func() { defer close(m.done); ctrl.Run(ctx) }()
 
 	deadline := time.After(m.startupTimeout)

@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,13 @@ func TestParse(t *testing.T) {
 				t.Errorf("cluster_id %q, prefer_local %v", m.clusterID, m.preferLocal)
 			}
 		}},
+		{input: "multicluster {\n ns_address 10.96.0.10 fd00::a\n}", check: func(t *testing.T, m *Multicluster) {
+			if fmt.Sprint(m.nsAddrs) != "[10.96.0.10 fd00::a]" || len(m.nsAddrs[0]) != 4 {
+				t.Errorf("ns_address %v", m.nsAddrs)
+			}
+		}},
+		{input: "multicluster {\n ns_address kube-dns\n}", wantErr: `Testfile:2 - Error during parsing: ns_address "kube-dns" is not an IP address`},
+		{input: "multicluster {\n ns_address\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n cluster_id East\n}", wantErr: `Testfile:2 - Error during parsing: cluster_id "East" is not a cluster ID`},
 		{input: "multicluster {\n cluster_id\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n cluster_id a b\n}", wantErr: "Wrong argument count"},

@@ -29,7 +29,11 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 		if serial != 0 && soa[0].(*dns.SOA).Serial == serial {
 			return
 		}
-		ch <- []dns.RR{m.ns(zi)}
+		ns := m.ns(zi)
+		// The name server's addresses: ns.dns.<zone> is inside the zone,
+		// and a zone without them does not load (named-checkzone: "NS has
+		// no address records").
+		ch <- append([]dns.RR{ns}, m.addressRecords(ns.Ns, m.serverAddrs(), 0)...)
 		if fi := m.zones[zi].forward; fi >= 0 {
 			ch <- []dns.RR{&dns.TXT{Hdr: m.hdr("dns-version."+zone, dns.TypeTXT), Txt: []string{dnsSchemaVersion}}}
 			for _, svc := range services {
