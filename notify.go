@@ -33,6 +33,7 @@ func (m *Multicluster) notifyOnChange(ctx context.Context, n notifier) {
 	defer tick.Stop()
 	var sent uint32
 	var at time.Time
+	failing := map[string]bool{} // zones whose last NOTIFY failed: said once, until one succeeds
 	for {
 		select {
 		case <-ctx.Done():
@@ -48,8 +49,13 @@ func (m *Multicluster) notifyOnChange(ctx context.Context, n notifier) {
 		}
 		sent, at = serial, time.Now()
 		for _, z := range m.Zones {
-			if err := n.Notify(z); err != nil {
-				log.Warningf("NOTIFY for %s (serial %d): %v", z, serial, err)
+			switch err := n.Notify(z); {
+			case err != nil && !failing[z]:
+				failing[z] = true
+				log.Warningf("NOTIFY for %s (serial %d): %v; said again only after one succeeds", z, serial, err)
+			case err == nil && failing[z]:
+				delete(failing, z)
+				log.Infof("NOTIFY for %s (serial %d) accepted again", z, serial)
 			}
 		}
 	}

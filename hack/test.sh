@@ -12,8 +12,9 @@
 #     CoreDNS v1.15.0 (hack/stock.sh, built once into .cache/bench, about 5
 #     CPU-minutes) for the parity check against it (TestParityWithStock).
 # It installs dig (bind9-dnsutils), promtool (prometheus), runc, ip (iproute2),
-# dnsmasq (dnsmasq-base) and a C compiler for -race when missing, with apt-get
-# when run as root. Full logs go to .cache/test-logs/.
+# dnsmasq (dnsmasq-base), named (bind9), named-checkzone (bind9-utils),
+# kzonecheck (knot-dnssecutils) and a C compiler for -race when missing, with
+# apt-get when run as root. Full logs go to .cache/test-logs/.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +55,11 @@ missing=()
 command -v runc >/dev/null || missing+=(runc)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
+# What zone transfers are checked against: BIND as a secondary (named), and
+# the zone checkers named-checkzone and Knot's kzonecheck.
+command -v named >/dev/null || missing+=(bind9)
+command -v named-checkzone >/dev/null || missing+=(bind9-utils)
+command -v kzonecheck >/dev/null || missing+=(knot-dnssecutils)
 if [ ${#missing[@]} -gt 0 ]; then
 	step "installing ${missing[*]} (apt-get install)"
 	apt_install "${missing[@]}"

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// needTool skips the test when a program of the DNS software it runs
+// against is missing: hack/test.sh installs them (bind9, bind9-utils,
+// knot-dnssecutils).
+func needTool(t *testing.T, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed (apt-get install %s)", name, pkg)
+		}
+		t.Skipf("%s is not installed (apt-get install %s)", name, pkg)
+	}
+	return path
+}
+
+// runTool runs a command and returns what it printed, failing the test when it fails.
+func runTool(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// bindSecondary is a named serving zone on 127.0.0.1:port as a secondary
+// of the primary at 127.0.0.1:primary, with integrity checks on.
+type bindSecondary struct {
+	port int
+	dir  string
+	cmd  *exec.Cmd
+	out  *strings.Builder
+}
+
+func startBINDSecondary(t *testing.T, zone string, port, primary int) *bindSecondary {
+	t.Helper()
+	named := needTool(t, "named", "bind9")
+	b := &bindSecondary{port: port, dir: t.TempDir(), out: &strings.Builder{}}
+	conf := fmt.Sprintf(`options {
+	directory "%[1]s";
+	pid-file "%[1]s/named.pid";
+	listen-on port %[2]d { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	dnssec-validation no;
+	notify no;
+	minimal-responses yes;
+	check-integrity yes;
+	check-names secondary fail;
+	check-sibling yes;
+};
+controls { };
+zone "%[3]s" {
+	type secondary;
+	primaries port %[4]d { 127.0.0.1; };
+	file "%[1]s/%[3]s.db";
+	masterfile-format text;
+};
+`, b.dir, port, strings.TrimSuffix(zone, "."), primary)
+	if err := os.WriteFile(filepath.Join(b.dir, "named.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runTool(t, needTool(t, "named-checkconf", "bind9-utils"), filepath.Join(b.dir, "named.conf"))
+	b.cmd = exec.Command(named, "-g", "-c", filepath.Join(b.dir, "named.conf"))
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+		if t.Failed() {
+			t.Logf("named:\n%s", harness.Abridge(b.out.String(), 10, 40))
+		}
+	})
+	return b
+}
+
+// serial is the serial of zone's SOA as port answers it, 0 when it does not.
+func soaSerial(port int, zone string) uint32 {
+	r, err := harness.Dig(port, zone, "SOA")
+	if err != nil || r.Rcode != "NOERROR" || len(r.Answer) != 1 {
+		return 0
+	}
+	if soa, ok := r.Answer[0].(*dns.SOA); ok {
+		return soa.Serial
+	}
+	return 0
+}
+
+// TestZoneTransferToSecondaries: the zone a transfer gives loads where its
+// integrity is checked (named-checkzone, Knot's kzonecheck, a BIND
+// secondary with check-integrity), BIND answers the contract's names as
+// the plugin does, and a change reaches BIND through NOTIFY, with no rndc.
+// IXFR falls back to the whole zone except from the current serial.
+func TestZoneTransferToSecondaries(t *testing.T) {
+	t.Parallel()
+	const ns = "xfr"
+	r := migStartWith(t, "secondary", ns, harness.Options{})
+	objs, err := contract.ReadObjects(filepath.Join(r.env.Repo, "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.env.ApplyAll(r.ctx, objs); err != nil {
+		t.Fatal(err)
+	}
+	bindPort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.env.PluginIdentity(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		Plugins: fmt.Sprintf("transfer %s {\n\tto * 127.0.0.1:%d\n}\n", apex, bindPort) + harness.MulticlusterBlock(id.Kubeconfig),
+	})
+	r.dns = ours
+	eventually(t, ours, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+
+	// The transferred zone, as a file, through both zone checkers.
+	axfr := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+onesoa", "+nocmd", "+nostats", "+nocomments", "AXFR", apex)
+	file := filepath.Join(t.TempDir(), "clusterset.local.zone")
+	if err := os.WriteFile(file, []byte(axfr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(axfr, "ns.dns."+apex) || !slices.ContainsFunc(strings.Split(axfr, "\n"), func(l string) bool {
+		return strings.HasPrefix(l, "ns.dns."+apex) && strings.Contains(l, "\tA\t127.0.0.1")
+	}) {
+		t.Errorf("the transfer lacks the name server's address:\n%s", harness.Abridge(axfr, 5, 5))
+	}
+	checkzone := runTool(t, needTool(t, "named-checkzone", "bind9-utils"), "-i", "full", "-k", "fail", "-n", "fail", "-m", "fail", "-M", "fail", "-S", "fail", apex, file)
+	r.logf("named-checkzone -i full: %s", strings.Join(strings.Fields(checkzone), " "))
+	kz := runTool(t, needTool(t, "kzonecheck", "knot-dnssecutils"), "-v", "-o", apex, file)
+	r.logf("kzonecheck: %s", strings.Join(strings.Fields(kz), " "))
+
+	// A BIND secondary loads it and answers as the plugin does.
+	b := startBINDSecondary(t, apex, bindPort, ours.Port)
+	serial := soaSerial(ours.Port, apex)
+	harness.Eventually(t, 30*time.Second, func() error {
+		if got := soaSerial(b.port, apex); got != serial {
+			return fmt.Errorf("BIND serves serial %d, the plugin %d", got, serial)
+		}
+		return nil
+	})
+	if !strings.Contains(b.out.String(), "Transfer status: success") {
+		t.Errorf("named did not log a successful transfer")
+	}
+	compared := 0
+	for _, tc := range contract.Cases {
+		if tc.Type == "ANY" { // BIND answers ANY with the records; the plugin, as CoreDNS's kubernetes plugin, NODATA
+			continue
+		}
+		theirs, err := harness.Dig(b.port, tc.Name, tc.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := ours.Dig(tc.Name, tc.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if theirs.Rcode != mine.Rcode || !slices.Equal(contract.Briefs(theirs.Answer), contract.Briefs(mine.Answer)) {
+			t.Errorf("%s %s: BIND answers %s %v, the plugin %s %v", tc.Name, tc.Type,
+				theirs.Rcode, contract.Briefs(theirs.Answer), mine.Rcode, contract.Briefs(mine.Answer))
+		}
+		compared++
+	}
+	r.logf("BIND as secondary: serial %d, %d contract questions answered as the plugin answers them", serial, compared)
+
+	// A new ServiceImport reaches BIND through NOTIFY.
+	start := time.Now()
+	r.create(migImport("v1beta1", ns, "late", "ClusterSetIP", "10.77.0.1"))
+	late := n("late." + ns)
+	eventually(t, ours, late, "A", want{Answer: []string{a(late, "10.77.0.1")}})
+	r.logf("the plugin answers %s %.0f ms after the write, serial %d -> %d", late, time.Since(start).Seconds()*1000, serial, soaSerial(ours.Port, apex))
+	harness.Eventually(t, 10*time.Second, func() error {
+		res, err := harness.Dig(b.port, late, "A")
+		if err != nil {
+			return err
+		}
+		return want{Answer: []string{a(late, "10.77.0.1")}}.Check(res.Msg(), defaultTTL)
+	})
+	took := time.Since(start)
+	r.logf("a new ServiceImport answered by the BIND secondary %.0f ms after the write (NOTIFY, no rndc)", took.Seconds()*1000)
+	if took > 2*time.Second {
+		t.Errorf("the secondary followed the change after %v, want within 2s", took)
+	}
+	if !strings.Contains(b.out.String(), "notify from 127.0.0.1") {
+		t.Errorf("named logged no NOTIFY")
+	}
+
+	// IXFR: from the current serial the SOA alone; from an older one the whole zone.
+	now := soaSerial(ours.Port, apex)
+	cur := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", now), apex)
+	if got := len(strings.Fields(strings.TrimSpace(cur))) / 7; got != 1 {
+		t.Errorf("IXFR from the current serial gave %d records, want the SOA:\n%s", got, cur)
+	}
+	old := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", serial), apex)
+	if !strings.Contains(old, late) || !strings.Contains(old, n("web.demo")) {
+		t.Errorf("IXFR from an older serial is not the whole zone:\n%s", harness.Abridge(old, 5, 5))
+	}
+	r.checkLog()
+}
