@@ -13,7 +13,7 @@
 #     CPU-minutes) for the parity check against it (TestParityWithStock).
 # It installs dig (bind9-dnsutils), promtool (prometheus), runc, ip (iproute2),
 # dnsmasq (dnsmasq-base), named (bind9), named-checkzone (bind9-utils),
-# kzonecheck (knot-dnssecutils) and a C compiler for -race when missing, with
+# kzonecheck (knot-dnssecutils), kdig (knot-dnsutils) and a C compiler for -race when missing, with
 # apt-get when run as root. Full logs go to .cache/test-logs/.
 set -euo pipefail
 
@@ -60,6 +60,8 @@ command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
 command -v named >/dev/null || missing+=(bind9)
 command -v named-checkzone >/dev/null || missing+=(bind9-utils)
 command -v kzonecheck >/dev/null || missing+=(knot-dnssecutils)
+# DNS over TLS is asked with Knot's kdig.
+command -v kdig >/dev/null || missing+=(knot-dnsutils)
 if [ ${#missing[@]} -gt 0 ]; then
 	step "installing ${missing[*]} (apt-get install)"
 	apt_install "${missing[@]}"
