@@ -223,3 +223,62 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	}
 	r.checkLog()
 }
+
+// serialAtLeast reports whether serial a is b or after it, in RFC 1982
+// serial number arithmetic.
+func serialAtLeast(a, b uint32) bool { return a == b || int32(a-b) > 0 }
+
+// TestSerialAcrossRestartsAndReplicas: the zone's serial moves forward with
+// every change and across a restart. Two replicas over the same objects
+// need not agree: each counts from its own clock and start, which the test
+// logs; the README says why, and what a secondary should point at.
+func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
+	t.Parallel()
+	const ns = "serial"
+	r := migStartWith(t, "serial", ns, harness.Options{})
+	r.create(migImport("v1beta1", ns, "web", "ClusterSetIP", "10.78.0.1"))
+	id, err := r.env.PluginIdentity(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *harness.CoreDNS {
+		c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
+		eventually(t, c, n("web."+ns), "A", want{Answer: []string{a(n("web."+ns), "10.78.0.1")}})
+		return c
+	}
+	first := start()
+	s0 := soaSerial(first.Port, apex)
+	time.Sleep(1100 * time.Millisecond) // the serial counts seconds: let the clock pass it
+	r.create(migImport("v1beta1", ns, "api", "ClusterSetIP", "10.78.0.2"))
+	eventually(t, first, n("api."+ns), "A", want{Answer: []string{a(n("api."+ns), "10.78.0.2")}})
+	s1 := soaSerial(first.Port, apex)
+	if !serialAtLeast(s1, s0+1) {
+		t.Errorf("a change moved the serial from %d to %d", s0, s1)
+	}
+	// A second replica, started later, over the same objects.
+	second := start()
+	s2 := soaSerial(second.Port, apex)
+	r.logf("replica 1 at %d after one change; replica 2, started %d s later, at %d", s1, int64(s2)-int64(s1), s2)
+	// A change both see gives both the same serial.
+	time.Sleep(1100 * time.Millisecond)
+	r.create(migImport("v1beta1", ns, "db", "ClusterSetIP", "10.78.0.3"))
+	for _, c := range []*harness.CoreDNS{first, second} {
+		eventually(t, c, n("db."+ns), "A", want{Answer: []string{a(n("db."+ns), "10.78.0.3")}})
+	}
+	s1b, s2b := soaSerial(first.Port, apex), soaSerial(second.Port, apex)
+	r.logf("after a change both see: replica 1 at %d, replica 2 at %d", s1b, s2b)
+	if !serialAtLeast(s1b, s1+1) || !serialAtLeast(s2b, s2+1) {
+		t.Errorf("a change moved replica 1 from %d to %d and replica 2 from %d to %d", s1, s1b, s2, s2b)
+	}
+	s1 = s1b
+	// A restart: the serial does not go back.
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := start()
+	if s := soaSerial(again.Port, apex); !serialAtLeast(s, s1) {
+		t.Errorf("after a restart the serial went from %d back to %d", s1, s)
+	} else {
+		r.logf("after a restart: %d (was %d)", s, s1)
+	}
+}
