@@ -13,41 +13,62 @@ import (
 	"github.com/clustersetdns/multicluster/metricname"
 )
 
+// registered are the plugin's collectors, in the order they are made: the
+// lint test reads them here, so that a new metric is checked without a
+// list kept by hand.
+var registered []prometheus.Collector
+
+// recording registers with the default registerer, as promauto does, and
+// keeps each collector in registered.
+type recording struct{ prometheus.Registerer }
+
+func (r recording) Register(c prometheus.Collector) error {
+	registered = append(registered, c)
+	return r.Registerer.Register(c)
+}
+
+func (r recording) MustRegister(cs ...prometheus.Collector) {
+	registered = append(registered, cs...)
+	r.Registerer.MustRegister(cs...)
+}
+
+var reg = promauto.With(recording{prometheus.DefaultRegisterer})
+
 // The metrics' names come from package metricname, which the dashboard and
 // alerting rules of deploy/monitoring are generated from; all of them are
 // under plugin.Namespace ("coredns_"), as TestMetricNames checks.
 var (
-	responses = promauto.NewCounterVec(prometheus.CounterOpts{
+	responses = reg.NewCounterVec(prometheus.CounterOpts{
 		Name: metricname.Responses,
 		Help: "Counter of answers in the multicluster zones, by result (success, NXDOMAIN, NODATA, SERVFAIL).",
 	}, []string{metricname.Server, metricname.Result})
 
-	serviceImports = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	serviceImports = reg.NewGaugeVec(prometheus.GaugeOpts{
 		Name: metricname.ServiceImports,
 		Help: "Services answered, by the ServiceImport version their answers come from.",
 	}, []string{metricname.Version})
 
-	endpoints = promauto.NewGauge(prometheus.GaugeOpts{
+	endpoints = reg.NewGauge(prometheus.GaugeOpts{
 		Name: metricname.Endpoints,
 		Help: "Ready headless endpoint names answered.",
 	})
 
-	unreadVersions = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	unreadVersions = reg.NewGaugeVec(prometheus.GaugeOpts{
 		Name: metricname.UnreadVersions,
 		Help: "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
 	}, []string{metricname.Version})
 
-	skipped = promauto.NewCounterVec(prometheus.CounterOpts{
+	skipped = reg.NewCounterVec(prometheus.CounterOpts{
 		Name: metricname.SkippedObjects,
 		Help: "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
 	}, []string{metricname.Kind, metricname.Reason})
 
-	headlessAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
+	headlessAnswers = reg.NewCounterVec(prometheus.CounterOpts{
 		Name: metricname.HeadlessAnswers,
 		Help: "Counter of answers at headless services' names and port names, by scope: the local cluster's endpoints only (local) or every cluster's (clusterset).",
 	}, []string{metricname.Scope})
 
-	synced = promauto.NewGauge(prometheus.GaugeOpts{
+	synced = reg.NewGauge(prometheus.GaugeOpts{
 		Name: metricname.Synced,
 		Help: "1 once the plugin has listed what it watches and answers from it, 0 before (it answers SERVFAIL until then).",
 	})
@@ -105,6 +126,16 @@ func recordStats(s cache.Stats) {
 }
 
 func recordSkip(kind, reason string) { skipped.WithLabelValues(kind, reason).Inc() }
+
+// The skipped counters exist from start-up, at zero, so that the dashboard
+// and the alerts read 0 on a healthy cluster rather than no data.
+func init() {
+	for kind, reasons := range cache.SkipReasons {
+		for _, r := range reasons {
+			skipped.WithLabelValues(kind, r)
+		}
+	}
+}
 
 func recordUnread(version string, unread bool) {
 	v := 0.0

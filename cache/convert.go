@@ -35,6 +35,14 @@ const (
 	ReasonBadServiceName = "bad_service_name"
 )
 
+// SkipReasons are the reasons of each kind of object, as the skipped metric
+// counts them: every series exists from start-up, at zero.
+var SkipReasons = map[string][]string{
+	"ServiceImport": {ReasonBadIP, ReasonExtraIP, ReasonHeadlessIPs, ReasonNoIPs, ReasonBadType, ReasonBadPortName,
+		ReasonBadPort, ReasonDuplicatePort, ReasonDataLost, ReasonDecode},
+	"EndpointSlice": {ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress},
+}
+
 // intern returns the one copy of s the process keeps: a namespace, a port
 // name or a cluster name is held by many records, and each decoded object
 // brings its own copy.
