@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -261,9 +262,18 @@ func (m *Multicluster) serverAddrs() []net.IP {
 // (the kubernetes plugin's localIPs, which also leaves out bind's).
 func boundAddrs(listenHosts []string, ifaceAddrs func() ([]net.Addr, error)) []net.IP {
 	var out []net.IP
+	add := func(list []net.IP, ip net.IP) []net.IP {
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		if slices.ContainsFunc(list, ip.Equal) {
+			return list
+		}
+		return append(list, ip)
+	}
 	for _, h := range listenHosts {
 		if ip := net.ParseIP(h); ip != nil && !ip.IsUnspecified() {
-			out = append(out, ip)
+			out = add(out, ip)
 		}
 	}
 	if len(out) > 0 || ifaceAddrs == nil {
@@ -281,9 +291,9 @@ func boundAddrs(listenHosts []string, ifaceAddrs func() ([]net.Addr, error)) []n
 		}
 		switch ip := ipn.IP; {
 		case ip.IsLoopback():
-			loopback = append(loopback, ip)
+			loopback = add(loopback, ip)
 		case !ip.IsLinkLocalUnicast() && !ip.IsUnspecified():
-			out = append(out, ip)
+			out = add(out, ip)
 		}
 	}
 	if len(out) == 0 {

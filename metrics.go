@@ -130,10 +130,8 @@ func recordSkip(kind, reason string) { skipped.WithLabelValues(kind, reason).Inc
 // The skipped counters exist from start-up, at zero, so that the dashboard
 // and the alerts read 0 on a healthy cluster rather than no data.
 func init() {
-	for kind, reasons := range cache.SkipReasons {
-		for _, r := range reasons {
-			skipped.WithLabelValues(kind, r)
-		}
+	for _, kr := range cache.SkipSeries() {
+		skipped.WithLabelValues(kr[0], kr[1])
 	}
 }
 

@@ -69,21 +69,25 @@ func TestNotifyOnChange(t *testing.T) {
 	if c := n.count("clusterset.local."); c != 1 {
 		t.Fatalf("%d NOTIFYs without a change", c)
 	}
-	// 30 changes over 1.5 s.
+	// 30 changes over 1.5 s, or longer on a loaded machine.
+	burst := time.Now()
 	for range 30 {
 		b.serial.Add(1)
 		time.Sleep(50 * time.Millisecond)
 	}
+	took := time.Since(burst)
 	waitFor("after the burst", "clusterset.local.", 3)
 	time.Sleep(notifyGap + 3*notifyCheck)
 	n.mu.Lock()
 	sent := n.sent["clusterset.local."]
 	n.mu.Unlock()
-	if len(sent) > 4 {
-		t.Errorf("%d NOTIFYs for 30 changes in 1.5 s, want at most 4", len(sent))
+	// One at start, one a second during the burst, one for its last change.
+	if most := 3 + int(took/notifyGap); len(sent) > most {
+		t.Errorf("%d NOTIFYs for 30 changes in %v, want at most %d", len(sent), took, most)
 	}
 	for i := 1; i < len(sent); i++ {
-		if gap := sent[i].Sub(sent[i-1]); gap < notifyGap {
+		// The times are taken after Notify returns: allow for the call.
+		if gap := sent[i].Sub(sent[i-1]); gap < notifyGap-50*time.Millisecond {
 			t.Errorf("NOTIFYs %v apart, under %v", gap, notifyGap)
 		}
 	}

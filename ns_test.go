@@ -43,6 +43,7 @@ func TestBoundAddrs(t *testing.T) {
 		{[]string{""}, iface("127.0.0.1/8", "fe80::1/64"), "[127.0.0.1]"},
 		{[]string{"0.0.0.0"}, iface("192.0.2.1/24"), "[192.0.2.1]"},
 		{nil, func() ([]net.Addr, error) { return nil, errors.New("no") }, "[]"},
+		{[]string{"10.0.0.5", "10.0.0.5", "::ffff:10.0.0.5"}, nil, "[10.0.0.5]"},
 	} {
 		if got := fmt.Sprint(boundAddrs(tc.hosts, tc.iface)); got != tc.want {
 			t.Errorf("%v: %s, want %s", tc.hosts, got, tc.want)

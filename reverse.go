@@ -14,8 +14,13 @@ import (
 // reverse answers in a reverse zone given among ZONES: PTR records naming the
 // services that hold a ClusterSetIP, as the MCS specification allows.
 func (m *Multicluster) reverse(state request.Request, qname string, zi int) ([]dns.RR, []dns.RR, result) {
-	if qname == m.zones[zi].name {
+	switch qname {
+	case m.zones[zi].name:
 		return m.apex(state, zi)
+	case m.zones[zi].ns: // the name server the apex NS names, inside the zone as in a forward one
+		return pick(m.nsAddress(state, qname, state.QType()), nil)
+	case "dns." + m.zones[zi].name:
+		return nil, nil, noData // the empty non-terminal above it
 	}
 	ptrs := m.ptrs(qname)
 	if len(ptrs) == 0 {

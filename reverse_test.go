@@ -35,6 +35,10 @@ func TestReverse(t *testing.T) {
 		{Qname: "0.42.10.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(revSOA)}},
 		{Qname: "10.0.42.10.in-addr.arpa.", Qtype: dns.TypeA, Ns: []dns.RR{test.SOA(revSOA)}},
 		{Qname: "42.10.in-addr.arpa.", Qtype: dns.TypeSOA, Answer: []dns.RR{test.SOA(revSOA)}},
+		// The name server the apex NS names, whose address a transfer carries.
+		{Qname: "ns.dns.42.10.in-addr.arpa.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("ns.dns.42.10.in-addr.arpa. 5 IN A 127.0.0.1")}},
+		{Qname: "ns.dns.42.10.in-addr.arpa.", Qtype: dns.TypeTXT, Ns: []dns.RR{test.SOA(revSOA)}},
+		{Qname: "dns.42.10.in-addr.arpa.", Qtype: dns.TypeA, Ns: []dns.RR{test.SOA(revSOA)}},
 	})
 }
 

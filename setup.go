@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ func setup(c *caddy.Controller) error {
 		// The transfer plugin of the server block, if any, tells
 		// secondaries when the zone changes.
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && t != nil && m.ctx != nil {
+			if len(m.nsAddrs) == 0 {
+				log.Infof("zone transfers give ns.dns.<zone> the server's own addresses %v; behind a Service, set ns_address to the Service's", m.boundAddrs)
+			}
 			go m.notifyOnChange(m.ctx, t)
 		}
 		return nil
@@ -179,7 +183,9 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			if v4 := ip.To4(); v4 != nil {
 				ip = v4
 			}
-			m.nsAddrs = append(m.nsAddrs, ip)
+			if !slices.ContainsFunc(m.nsAddrs, ip.Equal) {
+				m.nsAddrs = append(m.nsAddrs, ip)
+			}
 		}
 	case "prefer_local":
 		if len(c.RemainingArgs()) != 0 {

@@ -202,9 +202,9 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		return sliceFrom(es), nil
 	})
 	_, _ = c.slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, "EndpointSlice", obj); c.enqueueSlice(obj) },
+		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, KindEndpointSlice, obj); c.enqueueSlice(obj) },
 		UpdateFunc: func(old, obj any) {
-			c.reportWrite(c.sliceReports, "EndpointSlice", obj)
+			c.reportWrite(c.sliceReports, KindEndpointSlice, obj)
 			c.enqueueSlice(old)
 			c.enqueueSlice(obj)
 		},

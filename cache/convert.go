@@ -35,12 +35,33 @@ const (
 	ReasonBadServiceName = "bad_service_name"
 )
 
-// SkipReasons are the reasons of each kind of object, as the skipped metric
-// counts them: every series exists from start-up, at zero.
-var SkipReasons = map[string][]string{
-	"ServiceImport": {ReasonBadIP, ReasonExtraIP, ReasonHeadlessIPs, ReasonNoIPs, ReasonBadType, ReasonBadPortName,
-		ReasonBadPort, ReasonDuplicatePort, ReasonDataLost, ReasonDecode},
-	"EndpointSlice": {ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress},
+// Kinds of the objects the skipped metric counts: a ServiceImport's problems
+// are counted by the version it was read through (ImportKind), the loss of
+// its data across versions as KindServiceImport.
+const (
+	KindServiceImport = "ServiceImport"
+	KindEndpointSlice = "EndpointSlice"
+)
+
+// ImportKind is the kind under which the problems of a ServiceImport read
+// through version are counted.
+func ImportKind(version string) string { return KindServiceImport + " " + version }
+
+// SkipSeries are the kind and reason of every skipped series the cache can
+// count, so that each exists from start-up, at zero.
+func SkipSeries() [][2]string {
+	var out [][2]string
+	for _, v := range Versions {
+		for _, r := range []string{ReasonBadIP, ReasonExtraIP, ReasonHeadlessIPs, ReasonNoIPs, ReasonBadType,
+			ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort, ReasonDecode} {
+			out = append(out, [2]string{ImportKind(v), r})
+		}
+	}
+	out = append(out, [2]string{KindServiceImport, ReasonDataLost})
+	for _, r := range []string{ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress} {
+		out = append(out, [2]string{KindEndpointSlice, r})
+	}
+	return out
 }
 
 // intern returns the one copy of s the process keeps: a namespace, a port

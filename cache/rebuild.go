@@ -102,7 +102,7 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	case verdict == lost && c.lossReported[k] != at:
 		c.lossReported[k] = at
 		ns, name := splitKey(k)
-		c.report("ServiceImport", ns, name, []string{ReasonDataLost})
+		c.report(KindServiceImport, ns, name, []string{ReasonDataLost})
 	case verdict == notLost:
 		delete(c.lossReported, k)
 	}

@@ -40,7 +40,7 @@ func (v *view) synced() bool { return v.records.synced.Load() }
 
 func (c *Controller) newView(sh *shape, version string) *view {
 	tv := typedVersions[version]
-	kind := "ServiceImport " + version
+	kind := ImportKind(version)
 	lw := toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("ServiceImports "+version, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.cfg.Labels
