@@ -217,16 +217,12 @@ func (m *Multicluster) ns(zi int) *dns.NS {
 // nsAddress answers for ns.dns.<zone>: the addresses ns_address names, or
 // else the address the query came in on, as the kubernetes plugin does when
 // it finds no service of its own, or else (a wildcard socket, which does not
-// say) the server's own (nsAddrs). A qtype of 0 gives the records of either
-// family.
+// say) the server's own (serverAddrs). A qtype of 0 gives the records of
+// either family.
 func (m *Multicluster) nsAddress(state request.Request, name string, qtype uint16) []dns.RR {
-	addrs := m.nsAddrs
-	if len(addrs) == 0 {
-		if ip := net.ParseIP(state.LocalIP()); ip != nil && !ip.IsUnspecified() {
-			addrs = []net.IP{ip}
-		} else {
-			addrs = m.boundAddrs
-		}
+	addrs := m.serverAddrs()
+	if ip := net.ParseIP(state.LocalIP()); len(m.nsAddrs) == 0 && ip != nil && !ip.IsUnspecified() {
+		addrs = []net.IP{ip}
 	}
 	return m.addressRecords(name, addrs, qtype)
 }
@@ -238,10 +234,12 @@ func (m *Multicluster) addressRecords(name string, addrs []net.IP, qtype uint16)
 	for _, ip := range addrs {
 		if v4 := ip.To4(); v4 != nil {
 			if qtype == dns.TypeA || qtype == 0 {
-				rrs = append(rrs, &dns.A{Hdr: m.hdr(name, dns.TypeA), A: v4})
+				r := cache.A(name, v4, m.TTL)
+				rrs = append(rrs, &r)
 			}
 		} else if qtype == dns.TypeAAAA || qtype == 0 {
-			rrs = append(rrs, &dns.AAAA{Hdr: m.hdr(name, dns.TypeAAAA), AAAA: ip})
+			r := cache.AAAA(name, ip, m.TTL)
+			rrs = append(rrs, &r)
 		}
 	}
 	return rrs
@@ -256,24 +254,27 @@ func (m *Multicluster) serverAddrs() []net.IP {
 	return m.boundAddrs
 }
 
+// appendAddr appends ip to list unless list holds it already; an IPv4
+// address is kept in its 4-byte form.
+func appendAddr(list []net.IP, ip net.IP) []net.IP {
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	if slices.ContainsFunc(list, ip.Equal) {
+		return list
+	}
+	return append(list, ip)
+}
+
 // boundAddrs returns the addresses the server block listens on: those bind
 // names, as they are; for a wildcard socket, the host's addresses but
 // loopback and link-local ones, or its loopback ones when it has no other
 // (the kubernetes plugin's localIPs, which also leaves out bind's).
 func boundAddrs(listenHosts []string, ifaceAddrs func() ([]net.Addr, error)) []net.IP {
 	var out []net.IP
-	add := func(list []net.IP, ip net.IP) []net.IP {
-		if v4 := ip.To4(); v4 != nil {
-			ip = v4
-		}
-		if slices.ContainsFunc(list, ip.Equal) {
-			return list
-		}
-		return append(list, ip)
-	}
 	for _, h := range listenHosts {
 		if ip := net.ParseIP(h); ip != nil && !ip.IsUnspecified() {
-			out = add(out, ip)
+			out = appendAddr(out, ip)
 		}
 	}
 	if len(out) > 0 || ifaceAddrs == nil {
@@ -291,9 +292,9 @@ func boundAddrs(listenHosts []string, ifaceAddrs func() ([]net.Addr, error)) []n
 		}
 		switch ip := ipn.IP; {
 		case ip.IsLoopback():
-			loopback = add(loopback, ip)
+			loopback = appendAddr(loopback, ip)
 		case !ip.IsLinkLocalUnicast() && !ip.IsUnspecified():
-			out = add(out, ip)
+			out = appendAddr(out, ip)
 		}
 	}
 	if len(out) == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,12 +179,7 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			if ip == nil || ip.IsUnspecified() {
 				return c.Errf("ns_address %q is not an IP address", a)
 			}
-			if v4 := ip.To4(); v4 != nil {
-				ip = v4
-			}
-			if !slices.ContainsFunc(m.nsAddrs, ip.Equal) {
-				m.nsAddrs = append(m.nsAddrs, ip)
-			}
+			m.nsAddrs = appendAddr(m.nsAddrs, ip)
 		}
 	case "prefer_local":
 		if len(c.RemainingArgs()) != 0 {

@@ -37,21 +37,14 @@ var (
 )
 
 // localFor returns the cluster whose endpoints alone answer at im's names
-// while one is ready: the local cluster, for a headless import that prefers
-// close endpoints (trafficDistribution, or PreferLocal for every one); ""
-// for no preference.
-func (c *Controller) localFor(im *Import) string {
-	if !c.cfg.prefersLocal(im) {
+// while one is ready: local, the local cluster, for a headless import that
+// prefers close endpoints (trafficDistribution, or PreferLocal for every
+// one); "" for no preference.
+func (cfg *Config) localFor(im *Import, local string) string {
+	if !im.Headless || !(im.PreferClose || cfg.PreferLocal) {
 		return ""
 	}
-	return c.localCluster()
-}
-
-// prefersLocal reports whether im's answers prefer the local cluster's
-// endpoints: a headless import whose trafficDistribution asks for close
-// endpoints, or any headless import with PreferLocal.
-func (cfg *Config) prefersLocal(im *Import) bool {
-	return im.Headless && (im.PreferClose || cfg.PreferLocal)
+	return local
 }
 
 // localCluster is the local cluster's ID, "" while unknown.
@@ -123,8 +116,16 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 		return w, err
 	}
 	inf := c.watchByName("the ClusterProperty "+ClusterIDProperty, ClusterIDProperty, c.clusterAccess, list, watchFunc, []string{"spec", "value"})
-	follow := func(obj any) {
+	// property is obj when it is the ClusterProperty (a fake client's list
+	// may hold others), else nil.
+	property := func(obj any) *unstructured.Unstructured {
 		if u, ok := tombstone(obj).(*unstructured.Unstructured); ok && u.GetName() == ClusterIDProperty {
+			return u
+		}
+		return nil
+	}
+	follow := func(obj any) {
+		if u := property(obj); u != nil {
 			value, _, _ := unstructured.NestedString(u.Object, "spec", "value")
 			if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
 				c.setCluster("", fmt.Sprintf("ClusterProperty %s says %q, which is not a cluster ID (an RFC 1123 subdomain)", ClusterIDProperty, value))
@@ -137,7 +138,7 @@ func (c *Controller) newClusterWatch() toolscache.SharedIndexInformer {
 		AddFunc:    follow,
 		UpdateFunc: func(_, obj any) { follow(obj) },
 		DeleteFunc: func(obj any) {
-			if u, ok := tombstone(obj).(*unstructured.Unstructured); ok && u.GetName() == ClusterIDProperty {
+			if property(obj) != nil {
 				c.setCluster("", "ClusterProperty "+ClusterIDProperty+" is gone")
 			}
 		},

@@ -83,11 +83,7 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			im, ss := headlessIn(tc.prefer, tc.clusters)
 			cfg := Config{ClusterID: tc.local}
-			local := ""
-			if cfg.prefersLocal(im) {
-				local = cfg.ClusterID
-			}
-			n, ok := normalize(im, ss, local)
+			n, ok := normalize(im, ss, cfg.localFor(im, cfg.ClusterID))
 			if !ok {
 				t.Fatal("no answers")
 			}
@@ -135,11 +131,7 @@ func TestBuildWithoutPreferenceUnchanged(t *testing.T) {
 	n0, _ := normalize(im, ss, "")
 	want := build(im, n0, []string{"clusterset.local."}, 5).Zone(0)
 	for _, cfg := range []Config{{ClusterID: "east"}, {PreferLocal: true}, {}} {
-		local := ""
-		if cfg.prefersLocal(im) {
-			local = cfg.ClusterID
-		}
-		n, _ := normalize(im, ss, local)
+		n, _ := normalize(im, ss, cfg.localFor(im, cfg.ClusterID))
 		if !n.equal(n0) {
 			t.Errorf("%+v: inputs differ", cfg)
 		}
@@ -149,8 +141,9 @@ func TestBuildWithoutPreferenceUnchanged(t *testing.T) {
 		}
 	}
 	// PreferLocal applies to every headless import, never to a ClusterSetIP one.
-	if !(&Config{PreferLocal: true}).prefersLocal(im) || (&Config{PreferLocal: true}).prefersLocal(&Import{PreferClose: true}) {
-		t.Error("prefersLocal")
+	all := &Config{PreferLocal: true}
+	if all.localFor(im, "east") != "east" || all.localFor(&Import{PreferClose: true}, "east") != "" {
+		t.Error("localFor")
 	}
 }
 

@@ -57,7 +57,7 @@ func (c *Controller) sync(k string) {
 				sliceRecords = append(sliceRecords, o.(*Slice))
 			}
 		}
-		if n, ok := normalize(im, sliceRecords, c.localFor(im)); ok {
+		if n, ok := normalize(im, sliceRecords, c.cfg.localFor(im, c.localCluster())); ok {
 			if prev != nil && prev.inputs().equal(n) {
 				if prev.rec != im {
 					// Same answers from a newer record, or from another

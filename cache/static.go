@@ -81,11 +81,7 @@ func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
 		if !im.HasData {
 			continue
 		}
-		local := ""
-		if cfg.prefersLocal(im) {
-			local = cfg.ClusterID
-		}
-		if n, ok := normalize(im, bySvc[k], local); ok {
+		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID)); ok {
 			st.idx.put(k, build(im, n, zones, ttl))
 		}
 	}
