@@ -222,6 +222,7 @@ func (m *Multicluster) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Dial = cache.DialAPIServer
 	if m.qps > 0 {
 		cfg.QPS = m.qps
 	}

@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +23,36 @@ import (
 // a second, seldom enough (a few requests a second per replica) to be no
 // burden on it while it starts.
 const retryEvery = 500 * time.Millisecond
+
+// dialTimeout bounds each TCP connection attempt to the API server.
+// client-go's own dialer tries for 30 s, so a dial begun during a network
+// partition waits out the kernel's SYN retries (1, 3, 7, 15 s apart) long
+// after the heal. Attempts of one second, retried at once, send a SYN a
+// second and reach a healed API server within about a second.
+const dialTimeout = time.Second
+
+// errNoAnswer marks a connection attempt that had no answer within
+// dialTimeout: the attempt itself waited, so it is retried at once.
+var errNoAnswer = errors.New("no answer")
+
+// DialAPIServer dials the API server, for rest.Config's Dial, with
+// dialTimeout per attempt. An attempt that timed out is reported as
+// errNoAnswer, not as a net.Error timeout: client-go answers a watch whose
+// dial timed out with an empty watch and no error, which its reflector
+// retries with a backoff that grows to 30 s, out of waitingOutErrors' sight.
+func DialAPIServer(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, network, addr)
+	return c, noAnswer(ctx, err)
+}
+
+func noAnswer(ctx context.Context, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		return fmt.Errorf("%v: %w within %s", err, errNoAnswer, dialTimeout)
+	}
+	return err
+}
 
 // refusals tells a refusal that lasts from one that passes. A kube-apiserver
 // that has just started says ok on /readyz before its RBAC authorizer has
@@ -79,6 +111,7 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
 			access.allowed()
+			c.answered.Store(time.Now().UnixNano())
 			if c.apiDown.CompareAndSwap(true, false) {
 				c.logf("the API server answers again")
 			}
@@ -100,11 +133,21 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 				access.denied(err)
 			}
 			every = access.retry
+		case apierrors.IsTooManyRequests(err):
+			// client-go has already waited out ten Retry-Afters; the
+			// reflector's own backoff would ignore the next one.
+			every = retryAfter(err)
 		case errors.As(err, &status):
 			return false
 		default:
-			if c.apiDown.CompareAndSwap(false, true) {
+			// Attempts begun before the API server answered again may
+			// still fail for a moment after: not a new outage.
+			recent := time.Since(time.Unix(0, c.answered.Load())) < dialTimeout+retryEvery
+			if !recent && c.apiDown.CompareAndSwap(false, true) {
 				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
+			}
+			if errors.Is(err, errNoAnswer) {
+				every = 0 // the attempt waited dialTimeout already
 			}
 		}
 		select {
@@ -115,6 +158,15 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 		}
 	}
 	return retrying(lw, wait)
+}
+
+// retryAfter is how long a 429 asks the client to wait: its Retry-After,
+// at least retryEvery.
+func retryAfter(err error) time.Duration {
+	if s, ok := apierrors.SuggestsClientDelay(err); ok {
+		return max(time.Duration(s)*time.Second, retryEvery)
+	}
+	return retryEvery
 }
 
 // retrying calls lw's list and watch again for as long as wait, which may
