@@ -11,7 +11,7 @@
 #     2 cores, reused afterwards), the project's CoreDNS, dig, and stock
 #     CoreDNS v1.15.0 (hack/stock.sh, built once into .cache/bench, about 5
 #     CPU-minutes) for the parity check against it (TestParityWithStock).
-# It installs dig (bind9-dnsutils), promtool (prometheus), runc, ip (iproute2),
+# It installs dig (bind9-dnsutils), promtool (prometheus), runc, ip (iproute2), iptables,
 # dnsmasq (dnsmasq-base), named (bind9), named-checkzone (bind9-utils),
 # kzonecheck (knot-dnssecutils), kdig (knot-dnsutils) and a C compiler for -race when missing, with
 # apt-get when run as root. Full logs go to .cache/test-logs/.
@@ -54,6 +54,8 @@ fi
 missing=()
 command -v runc >/dev/null || missing+=(runc)
 command -v ip >/dev/null || missing+=(iproute2)
+# Network partitions are made by dropping packets on a veth pair (iptables).
+command -v iptables >/dev/null || missing+=(iptables)
 command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
 # What zone transfers are checked against: BIND as a secondary (named), and
 # the zone checkers named-checkzone and Knot's kzonecheck.

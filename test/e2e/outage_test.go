@@ -101,18 +101,8 @@ func TestAPIOutage(t *testing.T) {
 	defer cancel()
 	const ns = "outage"
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
-	importYAML := func(name, ip string) string {
-		return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: %s, namespace: %s}
-spec:
-  type: ClusterSetIP
-  ips: [%s]
-  ports: [{name: http, protocol: TCP, port: 80}]
-`, name, ns, ip)
-	}
 	for i := range 5 {
-		apply(t, importYAML(fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
+		apply(t, importYAML(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
 	}
 
 	proxy, kcPath := proxiedKubeconfig(t)
@@ -131,7 +121,7 @@ spec:
 	proxy.cut()
 	cutAt := time.Now()
 	// A change made during the outage must arrive once it is over.
-	apply(t, importYAML("during", "10.70.1.1"))
+	apply(t, importYAML(ns, "during", "10.70.1.1"))
 	for time.Since(cutAt) < 12*time.Second {
 		r := dig(t, dnsSrv, "svc0."+ns+".svc.clusterset.local.", "A")
 		if err := (want{Answer: []string{a("svc0."+ns+".svc.clusterset.local.", "10.70.0.1")}}).Check(r.Msg(), defaultTTL); err != nil {
@@ -141,7 +131,7 @@ spec:
 	}
 	proxy.restore(t)
 	back := time.Now()
-	apply(t, importYAML("after", "10.70.2.1"))
+	apply(t, importYAML(ns, "after", "10.70.2.1"))
 	var seen time.Duration
 	for _, name := range []string{"during", "after"} {
 		fq := name + "." + ns + ".svc.clusterset.local."

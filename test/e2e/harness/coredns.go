@@ -79,8 +79,15 @@ func ticker(w io.Writer, msg string, start time.Time) func() {
 type CoreDNSOptions struct {
 	// Zones of the one server block; ["clusterset.local"] when empty.
 	Zones []string
-	// Port for DNS over UDP and TCP on 127.0.0.1; a free one when 0.
+	// Port for DNS over UDP and TCP; a free one when 0.
 	Port int
+	// Host is the address CoreDNS binds (DNS and ready) and is reached at;
+	// 127.0.0.1 when empty.
+	Host string
+	// Netns, when set, is the network namespace (a path such as
+	// /var/run/netns/NAME) CoreDNS runs in; Host must then be an address
+	// of that namespace that this one reaches, such as Netns.IP.
+	Netns string
 	// Plugins is the body of the server block after `bind 127.0.0.1`,
 	// `errors`, `log` and (when the binary has it) `ready`, e.g. a
 	// `multicluster { ... }` block.
@@ -109,6 +116,7 @@ type CoreDNSOptions struct {
 // CoreDNS is a running CoreDNS process.
 type CoreDNS struct {
 	Bin      string
+	Host     string
 	Port     int
 	Corefile string
 	// ReadyURL is the ready plugin's endpoint, empty without it.
@@ -155,7 +163,8 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CoreDNS{Bin: bin, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
+	host := cmp.Or(opts.Host, "127.0.0.1")
+	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
 		c.ReadyURL = opts.ReadyURL
@@ -165,9 +174,9 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 			if readyPort, err = FreeTCPPort(); err != nil {
 				return nil, err
 			}
-			c.ReadyURL = fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
+			c.ReadyURL = fmt.Sprintf("http://%s/ready", net.JoinHostPort(host, strconv.Itoa(readyPort)))
 		}
-		c.Corefile = corefile(opts.Zones, port, readyPort, opts.Plugins)
+		c.Corefile = corefile(opts.Zones, host, port, readyPort, opts.Plugins)
 	}
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(c.Corefile), 0o644); err != nil {
@@ -186,7 +195,11 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	// process, which then stops CoreDNS; and killed should we die first.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.Started = time.Now()
-	if err := c.cmd.Start(); err != nil {
+	start := c.cmd.Start
+	if opts.Netns != "" {
+		start = func() error { return InNetns(opts.Netns, c.cmd.Start) }
+	}
+	if err := start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -209,7 +222,7 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	return c, nil
 }
 
-func corefile(zones []string, port, readyPort int, plugins string) string {
+func corefile(zones []string, host string, port, readyPort int, plugins string) string {
 	if len(zones) == 0 {
 		zones = []string{"clusterset.local"}
 	}
@@ -218,9 +231,9 @@ func corefile(zones []string, port, readyPort int, plugins string) string {
 		keys[i] = strings.TrimSuffix(z, ".") + ":" + strconv.Itoa(port)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s {\n\tbind 127.0.0.1\n\terrors\n\tlog\n", strings.Join(keys, " "))
+	fmt.Fprintf(&b, "%s {\n\tbind %s\n\terrors\n\tlog\n", strings.Join(keys, " "), host)
 	if readyPort != 0 {
-		fmt.Fprintf(&b, "\tready 127.0.0.1:%d\n", readyPort)
+		fmt.Fprintf(&b, "\tready %s\n", net.JoinHostPort(host, strconv.Itoa(readyPort)))
 	}
 	for line := range strings.Lines(strings.TrimSpace(plugins)) {
 		fmt.Fprintf(&b, "\t%s", line)
@@ -317,7 +330,7 @@ func (c *CoreDNS) waitReady(within time.Duration) error {
 func (c *CoreDNS) PID() int { return c.cmd.Process.Pid }
 
 // Addr is CoreDNS's DNS address.
-func (c *CoreDNS) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)) }
+func (c *CoreDNS) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
 
 // Output is what CoreDNS printed so far.
 func (c *CoreDNS) Output() string { return c.out.String() }
@@ -398,7 +411,7 @@ func dataRaces(out string) string {
 
 // Dig asks this CoreDNS with dig.
 func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	return Dig(c.Port, name, qtype, extra...)
+	return digAt(c.Host, c.Port, name, qtype, extra...)
 }
 
 // Abridge keeps the first head and last tail lines of s; the query log of a

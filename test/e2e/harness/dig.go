@@ -50,7 +50,11 @@ var (
 // two seconds, and parses its output. extra dig options such as "+tcp" come
 // before the name.
 func Dig(port int, name, qtype string, extra ...string) (*DigResult, error) {
-	args := []string{"@127.0.0.1", "-p", strconv.Itoa(port), "+norec", "+time=2", "+tries=1",
+	return digAt("127.0.0.1", port, name, qtype, extra...)
+}
+
+func digAt(host string, port int, name, qtype string, extra ...string) (*DigResult, error) {
+	args := []string{"@" + host, "-p", strconv.Itoa(port), "+norec", "+time=2", "+tries=1",
 		"+noall", "+comments", "+answer", "+authority", "+additional"}
 	args = append(append(args, extra...), name, qtype)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -55,6 +55,9 @@ type Options struct {
 	// ServiceClusterIPRange is kube-apiserver's Service CIDR; envtest's
 	// 10.0.0.0/24 when empty (kubeadm's is 10.96.0.0/12).
 	ServiceClusterIPRange string
+	// APIServerFlags are more kube-apiserver flags, name (without "--") to
+	// value, e.g. max-requests-inflight for a test of throttling.
+	APIServerFlags map[string]string
 }
 
 // Env is a running etcd and kube-apiserver, listening on 127.0.0.1 only, with
@@ -78,7 +81,7 @@ type Env struct {
 	etcdURL  string      // etcd's client URL
 	apiPort  int         // kube-apiserver's secure port
 	out      io.Writer   // where etcd's and kube-apiserver's output goes
-	apiAgain []*exec.Cmd // kube-apiserver processes RestartAPIServer started
+	again    []*exec.Cmd // processes RestartAPIServer and KillEtcd started, in order
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
@@ -140,6 +143,9 @@ func Start(opts Options) (*Env, error) {
 	if opts.ServiceClusterIPRange != "" {
 		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
 	}
+	for name, value := range opts.APIServerFlags {
+		api.Configure().Set(name, value)
+	}
 	if opts.Audit {
 		policy := filepath.Join(tmp, "audit-policy.yaml")
 		e.auditLog = filepath.Join(tmp, "audit.log")
@@ -200,11 +206,20 @@ func (e *Env) Stop() error {
 	if e == nil || e.testEnv == nil {
 		return nil
 	}
+	// kube-apiserver before etcd, which it needs to shut down in time.
 	var errs []error
-	for _, cmd := range e.apiAgain {
+	etcd := e.again[:0:0]
+	for _, cmd := range e.again {
+		if filepath.Base(cmd.Path) == "etcd" {
+			etcd = append(etcd, cmd)
+			continue
+		}
 		errs = append(errs, stopProcess(cmd))
 	}
 	errs = append(errs, e.testEnv.Stop())
+	for _, cmd := range etcd {
+		errs = append(errs, stopProcess(cmd))
+	}
 	e.testEnv = nil
 	err := errors.Join(errs...)
 	return errors.Join(err, os.RemoveAll(e.tmp))

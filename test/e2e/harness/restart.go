@@ -5,13 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,20 +31,8 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 	if err != nil {
 		return killed, ready, err
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return killed, ready, fmt.Errorf("SIGKILL kube-apiserver (pid %d): %w", pid, err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(e.apiPort))
-	for {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		if ctx.Err() != nil {
-			return killed, ready, ctx.Err()
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := killAndWait(ctx, "kube-apiserver", pid, net.JoinHostPort("127.0.0.1", strconv.Itoa(e.apiPort))); err != nil {
+		return killed, ready, err
 	}
 	killed = time.Now()
 	if down != nil {
@@ -50,22 +40,81 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 			return killed, ready, err
 		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = prefixed(e.out, "kube-apiserver (restarted): "), prefixed(e.out, "kube-apiserver (restarted): ")
-	if err := cmd.Start(); err != nil {
+	if err := e.startAgain("kube-apiserver", argv); err != nil {
 		return killed, ready, err
 	}
-	e.apiAgain = append(e.apiAgain, cmd)
-	for {
+	err = pollUntilEvery(ctx, 20*time.Millisecond, func() error {
 		body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && strings.TrimSpace(string(body)) == "ok" {
-			return killed, time.Now(), nil
+		if err == nil && strings.TrimSpace(string(body)) != "ok" {
+			err = fmt.Errorf("/readyz: %s", body)
 		}
-		if ctx.Err() != nil {
-			return killed, ready, fmt.Errorf("kube-apiserver not ready again: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return killed, ready, fmt.Errorf("kube-apiserver not ready again: %w", err)
 	}
+	return killed, time.Now(), nil
+}
+
+// KillEtcd SIGKILLs etcd behind the running kube-apiserver, as a lost etcd
+// member dies, and waits until its client port is closed. start starts etcd
+// again with the same binary, arguments and data, and returns once etcd
+// says it is healthy; Stop stops that process.
+func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, err error) {
+	u, err := url.Parse(e.etcdURL)
+	if err != nil {
+		return nil, err
+	}
+	pid, argv, err := findProcess("etcd", "--listen-client-urls="+e.etcdURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := killAndWait(ctx, "etcd", pid, u.Host); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		if err := e.startAgain("etcd", argv); err != nil {
+			return err
+		}
+		return pollUntilEvery(ctx, 20*time.Millisecond, func() error {
+			var health struct {
+				Health string `json:"health"`
+			}
+			if err := e.etcdDo(ctx, http.MethodGet, "/health", nil, &health); err != nil {
+				return err
+			}
+			if health.Health != "true" {
+				return fmt.Errorf("etcd /health: %q", health.Health)
+			}
+			return nil
+		})
+	}, nil
+}
+
+// startAgain starts argv as a process of this Env's, for Stop to stop.
+func (e *Env) startAgain(name string, argv []string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	e.again = append(e.again, cmd)
+	return nil
+}
+
+// killAndWait SIGKILLs pid and waits until nothing listens on addr.
+func killAndWait(ctx context.Context, name string, pid int, addr string) error {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("SIGKILL %s (pid %d): %w", name, pid, err)
+	}
+	return pollUntilEvery(ctx, 20*time.Millisecond, func() error {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		return fmt.Errorf("%s still listens on %s", name, addr)
+	})
 }
 
 // APIServerPID is the process ID of this Env's kube-apiserver, for readers
@@ -75,10 +124,14 @@ func (e *Env) APIServerPID() (int, error) {
 	return pid, err
 }
 
-// apiServerProcess finds this Env's kube-apiserver among the processes, by
-// its secure port, and reads its command line.
+// apiServerProcess finds this Env's kube-apiserver by its secure port.
 func (e *Env) apiServerProcess() (int, []string, error) {
-	want := "--secure-port=" + strconv.Itoa(e.apiPort)
+	return findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
+}
+
+// findProcess finds the process whose binary is named base and that has the
+// argument want, and reads its command line.
+func findProcess(base, want string) (int, []string, error) {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil, err
@@ -93,16 +146,11 @@ func (e *Env) apiServerProcess() (int, []string, error) {
 			continue
 		}
 		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(argv[0]) != "kube-apiserver" {
-			continue
-		}
-		for _, a := range argv[1:] {
-			if a == want {
-				return pid, argv, nil
-			}
+		if filepath.Base(argv[0]) == base && slices.Contains(argv[1:], want) {
+			return pid, argv, nil
 		}
 	}
-	return 0, nil, fmt.Errorf("no kube-apiserver process with %s", want)
+	return 0, nil, fmt.Errorf("no %s process with %s", base, want)
 }
 
 // stopProcess stops a process this harness started and waits for it.
@@ -119,7 +167,7 @@ func stopProcess(cmd *exec.Cmd) error {
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		return errors.New("kube-apiserver did not stop within 30s of SIGTERM: killed")
+		return fmt.Errorf("%s did not stop within 30s of SIGTERM: killed", filepath.Base(cmd.Path))
 	}
 }
 
@@ -148,11 +196,20 @@ func (e *Env) CompactEtcd(ctx context.Context) (revision int64, err error) {
 }
 
 func (e *Env) etcdPost(ctx context.Context, path string, body, out any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
+	return e.etcdDo(ctx, http.MethodPost, path, body, out)
+}
+
+// etcdDo calls etcd's HTTP API; body, when not nil, is sent as JSON.
+func (e *Env) etcdDo(ctx context.Context, method, path string, body, out any) error {
+	var in io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		in = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.etcdURL+path, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, method, e.etcdURL+path, in)
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,12 @@ func ForwardIntoNetns(netns, addr string) (stop func(), err error) {
 	}); err != nil {
 		return nil, err
 	}
+	return forward(l, func() (net.Conn, error) { return net.Dial("tcp", addr) }), nil
+}
+
+// forward accepts l's connections and pipes each to a connection dial
+// makes, until stop, which closes l and every connection.
+func forward(l net.Listener, dial func() (net.Conn, error)) (stop func()) {
 	var mu sync.Mutex
 	open := map[net.Conn]bool{}
 	track := func(c net.Conn, add bool) bool {
@@ -112,7 +118,7 @@ func ForwardIntoNetns(netns, addr string) (stop func(), err error) {
 			}
 			go func() {
 				defer in.Close()
-				out, err := net.Dial("tcp", addr)
+				out, err := dial()
 				if err != nil {
 					return
 				}
@@ -141,7 +147,7 @@ func ForwardIntoNetns(netns, addr string) (stop func(), err error) {
 			c.Close()
 		}
 		open = nil
-	}, nil
+	}
 }
 
 // UnpackImage reads the image tag of a `docker save` tarball, writes its

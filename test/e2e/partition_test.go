@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// partitionFor is how long the faults of these tests last: long enough
+// that client-go's HTTP/2 health check (30 s idle, 15 s ping) gives up on a
+// silent connection in the middle of it.
+const partitionFor = 60 * time.Second
+
+// healWithin is how soon after a fault ends a write must answer.
+const healWithin = 2 * time.Second
+
+// faultRig is CoreDNS with the plugin under steady lookups of the names
+// of a namespace of its own, for a fault to be played under.
+type faultRig struct {
+	t       *testing.T
+	ns      string
+	dns     *harness.CoreDNS
+	metrics string // the prometheus plugin's /metrics
+	p       *prober
+	stop    func() // stops the prober
+	logged  int    // how much of the CoreDNS output logSince has read
+}
+
+// importYAML is a v1beta1 ClusterSetIP ServiceImport of ns.
+func importYAML(ns, name, ip string) string {
+	return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
+kind: ServiceImport
+metadata: {name: %s, namespace: %s}
+spec:
+  type: ClusterSetIP
+  ips: [%s]
+  ports: [{name: http, protocol: TCP, port: 80}]
+`, name, ns, ip)
+}
+
+// startFaultRig writes 20 ServiceImports into ns through e, starts CoreDNS
+// with opts (its Plugins and Port set here) and a prober of every name.
+func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts harness.CoreDNSOptions) *faultRig {
+	t.Helper()
+	ctx, cancel := harness.Context(time.Minute)
+	defer cancel()
+	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns + "\n"}
+	for i := range 20 {
+		docs = append(docs, importYAML(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.71.0.%d", i+1)))
+	}
+	if _, err := e.ApplyYAML(ctx, strings.Join(docs, "---\n")); err != nil {
+		t.Fatal(err)
+	}
+	metricsPort, err := harness.FreeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := cmp.Or(opts.Host, "127.0.0.1")
+	opts.Plugins = harness.MulticlusterBlock(kubeconfig) + "prometheus " + net.JoinHostPort(host, strconv.Itoa(metricsPort)) + "\n"
+	r := &faultRig{t: t, ns: ns, metrics: "http://" + net.JoinHostPort(host, strconv.Itoa(metricsPort)) + "/metrics"}
+	r.dns = harness.RunCoreDNS(t, coredns, opts)
+	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
+	for i := range 20 {
+		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
+		eventually(t, r.dns, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.71.0.%d", i+1))}})
+		r.p.expect(name, fmt.Sprintf("10.71.0.%d", i+1))
+	}
+	pctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.p.run(pctx) }()
+	r.stop = func() { stop(); <-done }
+	t.Cleanup(r.stop)
+	return r
+}
+
+// health is what the plugin says of itself: ready's status and the synced
+// gauge.
+func (r *faultRig) health() string {
+	ready := "unreachable"
+	if resp, err := http.Get(r.dns.ReadyURL); err == nil {
+		resp.Body.Close()
+		ready = strconv.Itoa(resp.StatusCode)
+	}
+	synced, err := scrape(r.metrics, "coredns_multicluster_synced")
+	if err != nil {
+		return fmt.Sprintf("ready %s, synced: %v", ready, err)
+	}
+	return fmt.Sprintf("ready %s, synced %g", ready, synced)
+}
+
+// during samples health every 200 ms until d has passed, and checks that
+// ready stays 200 and synced 1 throughout: the replica answers from what it
+// knows, so it stays in its Service. It logs the plugin's log lines with the
+// time since start they were first seen at.
+func (r *faultRig) during(start time.Time, d time.Duration) {
+	r.t.Helper()
+	for end := start.Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if h := r.health(); h != "ready 200, synced 1" {
+			r.t.Errorf("%.1fs into the fault: %s, want ready 200, synced 1", time.Since(start).Seconds(), h)
+		}
+		r.logSince(start)
+	}
+}
+
+// logSince logs the plugin's log lines not logged yet, with the time since
+// start.
+func (r *faultRig) logSince(start time.Time) {
+	out := r.dns.Output()
+	for line := range strings.Lines(out[r.logged:]) {
+		if strings.Contains(line, "plugin/multicluster") {
+			r.t.Logf("%5.1fs %s", time.Since(start).Seconds(), strings.TrimSpace(line))
+		}
+	}
+	r.logged = len(out)
+}
+
+// answersSince waits until each name answers its IP and returns how long
+// after since the last one did.
+func (r *faultRig) answersSince(since time.Time, ips map[string]string) time.Duration {
+	r.t.Helper()
+	for name, ip := range ips {
+		fq := name + "." + r.ns + ".svc.clusterset.local."
+		harness.Eventually(r.t, 90*time.Second, func() error {
+			res, err := r.dns.Dig(fq, "A")
+			if err != nil {
+				return err
+			}
+			return (want{Answer: []string{a(fq, ip)}}).Check(res.Msg(), defaultTTL)
+		})
+	}
+	return time.Since(since)
+}
+
+// finish stops the prober, reports and checks its lookups, and checks that
+// the log says "cannot reach" and "answers again" once each, at most.
+func (r *faultRig) finish(what string, healed time.Duration) {
+	r.t.Helper()
+	r.stop()
+	msg := fmt.Sprintf("%s: %d lookups, %d failed; the new imports answered %.2fs after the API server could take them",
+		what, r.p.total.Load(), r.p.failed.Load(), healed.Seconds())
+	r.t.Log(msg)
+	fmt.Println(msg)
+	for _, s := range r.p.samples {
+		r.t.Error(s)
+	}
+	if r.p.total.Load() == 0 {
+		r.t.Error("the prober made no lookup")
+	}
+	if healed > healWithin {
+		r.t.Errorf("%s: the new imports answered %v after the API server could take them, want at most %v", what, healed, healWithin)
+	}
+	out := r.dns.Output()
+	for _, line := range []string{"cannot reach the API server", "the API server answers again"} {
+		if n := strings.Count(out, line); n > 1 {
+			r.t.Errorf("%q logged %d times, want at most once per fault\n%s", line, n, harness.Abridge(out, 20, 20))
+		}
+	}
+}
+
+// TestNetworkPartition runs the plugin in a network namespace of its own,
+// which reaches the API server only across a veth pair, and drops every
+// packet between them, both ways, for 60 seconds under steady lookups: no
+// lookup of a known name fails, ready and synced stay up, and ServiceImports
+// written during the partition and right after it answer within 2 seconds
+// of the heal.
+func TestNetworkPartition(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := harness.Context(5 * time.Minute)
+	defer cancel()
+	link, err := harness.NewNetns(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(env.APIServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := link.Forward(t, u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(plugin.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server, cl.TLSServerName = "https://"+api, "127.0.0.1" // the serving certificate's name
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "partition"
+	r := startFaultRig(t, env, ns, kcPath, harness.CoreDNSOptions{Netns: link.Path, Host: link.IP})
+
+	_, port, _ := net.SplitHostPort(api)
+	p, _ := strconv.Atoi(port)
+	if err := link.Drop(p); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	time.Sleep(5 * time.Second)
+	if _, err := env.ApplyYAML(ctx, importYAML(ns, "during", "10.71.1.1")); err != nil {
+		t.Fatal(err)
+	}
+	r.logged = len(r.dns.Output())
+	r.during(cut, partitionFor)
+	if err := link.Allow(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	if _, err := env.ApplyYAML(ctx, importYAML(ns, "after", "10.71.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	took := r.answersSince(healed, map[string]string{"during": "10.71.1.1", "after": "10.71.2.1"})
+	r.logSince(cut)
+	r.finish(fmt.Sprintf("partition: %.0fs of dropped packets", healed.Sub(cut).Seconds()), took)
+	t.Logf("after the heal: %s", r.health())
+}
