@@ -1,0 +1,587 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// throttleReplicas is how many replicas start at once against a throttled
+// API server.
+const throttleReplicas = 20
+
+// throttleSlack is the clock slack allowed when a retry's gap is compared
+// with Retry-After: the audit log stamps the 429 when it is written, the
+// client reads it a little later.
+const throttleSlack = 50 * time.Millisecond
+
+// TestThrottledStart is issue 30's throttling outcome, on a control plane of
+// its own. Each replica has an identity of its own, and a FlowSchema puts
+// them in a PriorityLevelConfiguration of one seat (kube-apiserver's total
+// concurrency is 150 here: nominalConcurrencyShares 1 of 248 is
+// ceil(150/248) = 1), which neither lends nor borrows, with one queue of at
+// most 10 requests, and rejects what does not fit with a 429. 20 replicas
+// of ours start at once: every one becomes ready and answers right, the
+// audit log shows 429s to them, and after each 429 the replica's next
+// request for the same objects comes no sooner than the Retry-After the API
+// server sent with it. A replica that was serving before the storm answers
+// every lookup throughout. The same storm of 20 stock CoreDNS replicas (its
+// kubernetes plugin with `multicluster`, with the official coredns chart's
+// rules) gives the requests per replica until ready to compare with.
+//
+// The audit log does not hold response headers: Retry-After is kube-apiserver's
+// dropped-requests tracker's, which apfRetryAfters replays from the audit log;
+// throttleCalibrate first checks the replay against real headers.
+func TestThrottledStart(t *testing.T) {
+	t.Parallel()
+	r := migStartWith(t, "throttle", "throttle", harness.Options{
+		CRDs:  []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)},
+		Audit: true,
+		// APF's total concurrency is these two summed: 150 rather than
+		// 600, so that one share of a priority level is one seat.
+		APIServerFlags: map[string]string{"max-requests-inflight": "100", "max-mutating-requests-inflight": "50"},
+	})
+	r.populate("v1beta1")
+	r.runCoreDNS()
+	r.expectAll()
+	r.probe()
+
+	calibrated := throttleCalibrate(t, r)
+	ours := throttleStorm(t, r, "ours", coredns, pluginRole(t), func(kubeconfig string) string {
+		return harness.MulticlusterBlock(kubeconfig)
+	})
+	var stock *throttleResult
+	if bin := os.Getenv("E2E_STOCK_COREDNS"); bin == "" {
+		t.Log("E2E_STOCK_COREDNS is not set: no stock CoreDNS to compare with (hack/stock.sh builds it, hack/test.sh passes it)")
+	} else {
+		stock = throttleStorm(t, r, "stock", bin, chartClusterRole(), func(kubeconfig string) string {
+			return "kubernetes clusterset.local {\n\tkubeconfig " + kubeconfig + "\n\tmulticluster clusterset.local\n}\n"
+		})
+	}
+	r.report()
+	throttleSummary(t, r, calibrated, ours, stock)
+	if ours.total429 == 0 {
+		t.Error("ours: no 429 in the audit log: the storm was not throttled")
+	}
+	for _, v := range ours.violations {
+		t.Errorf("ours asked again sooner than Retry-After said: %s", v)
+	}
+	r.checkLog()
+}
+
+// pluginRole is the ClusterRole deploy/rbac.yaml grants the plugin.
+func pluginRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	role, err := harness.ClusterRoleFromFile(filepath.Join(env.Repo, "deploy", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return role
+}
+
+// throttleLevel creates a priority level with one seat (of a total
+// concurrency of 150), which neither lends nor borrows and limits as limit
+// says, and a FlowSchema that puts users in it, and waits until the API
+// server classifies users[0]'s requests there.
+func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.LimitResponse, users []*harness.Identity) {
+	t.Helper()
+	fc := r.env.Clientset.FlowcontrolV1()
+	pl, err := fc.PriorityLevelConfigurations().Create(r.ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](1),
+				LendablePercent:          ptr.To[int32](0),
+				BorrowingLimitPercent:    ptr.To[int32](0),
+				LimitResponse:            limit,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []flowcontrolv1.Subject
+	for _, id := range users {
+		subjects = append(subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: id.Name}})
+	}
+	_, err = fc.FlowSchemas().Create(r.ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+			// Before global-default (9900), which matches them otherwise.
+			MatchingPrecedence:  500,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: subjects,
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					ClusterScope: true, Namespaces: []string{"*"},
+				}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server's APF controller takes up new objects from a watch.
+	client := throttleClient(t, users[0])
+	harness.Eventually(t, 20*time.Second, func() error {
+		resp, err := throttleGet(r.ctx, client, users[0], throttleListPath)
+		if err != nil {
+			return err
+		}
+		if got := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID); got != string(pl.UID) {
+			return fmt.Errorf("%s's requests are classified in priority level %s, not yet in %s (%s)", users[0].Name, got, name, pl.UID)
+		}
+		return nil
+	})
+}
+
+// throttleQueue is how the storms' priority level limits: one queue of at
+// most 10 requests waits for the seat, and what does not fit is rejected.
+// With no queue at all (Reject), the replicas' retries come back in herds,
+// all after the same Retry-After, which the API server then doubles: 20 of
+// ours took up to 108s to be ready, with Retry-After up to 16s.
+var throttleQueue = flowcontrolv1.LimitResponse{
+	Type:    flowcontrolv1.LimitResponseTypeQueue,
+	Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 10},
+}
+
+// throttleListPath is a list every identity of the test may make.
+const throttleListPath = "/apis/multicluster.x-k8s.io/v1beta1/serviceimports"
+
+// throttleClient is an HTTP client with id's credentials, to read response
+// headers that client-go's typed clients hide.
+func throttleClient(t *testing.T, id *harness.Identity) *http.Client {
+	t.Helper()
+	client, err := rest.HTTPClientFor(id.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// throttleGet GETs path as id, once, without client-go's retries.
+func throttleGet(ctx context.Context, client *http.Client, id *harness.Identity, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(id.Config.Host, "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return resp, nil
+}
+
+// throttleIdentities provisions n identities bound to role, named
+// throttle-<what>-NN.
+func throttleIdentities(t *testing.T, r *migRig, what string, n int, role *rbacv1.ClusterRole) []*harness.Identity {
+	t.Helper()
+	ids := make([]*harness.Identity, n)
+	for i := range ids {
+		id, err := r.env.Identity(r.ctx, fmt.Sprintf("throttle-%s-%02d", what, i), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// throttleCalibrate checks, with GETs of its own in a priority level of its
+// own (one seat, no queue), that apfRetryAfters predicts from the audit log
+// the Retry-After of every 429 the API server sends. Bursts of 8 GETs at
+// once, twice a second for 4 seconds: more than 3 429s a second, which
+// double Retry-After. The bursts start 150 and 550ms past a second, so that
+// no 429 is near a second's end, where the replay may tell its second
+// wrong. It returns the Retry-Afters seen.
+func throttleCalibrate(t *testing.T, r *migRig) []int64 {
+	t.Helper()
+	id := throttleIdentities(t, r, "calibrate", 1, pluginRole(t))[0]
+	throttleLevel(t, r, "throttle-calibrate", flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}, []*harness.Identity{id})
+	client := throttleClient(t, id)
+	sent := map[types.UID]int64{} // Retry-After of each 429, by Audit-Id
+	var mu sync.Mutex
+	start := time.Now()
+	for i := range 8 {
+		time.Sleep(time.Until(nextPast(time.Duration(150+400*(i%2)) * time.Millisecond)))
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				resp, err := throttleGet(r.ctx, client, id, throttleListPath)
+				if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+					return
+				}
+				after, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+				if err != nil {
+					t.Errorf("calibration: a 429 with Retry-After %q", resp.Header.Get("Retry-After"))
+				}
+				mu.Lock()
+				sent[types.UID(resp.Header.Get("Audit-Id"))] = after
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	evs, err := r.env.AuditEvents(id.Name, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := throttled(evs)
+	predicted := apfRetryAfters(rejected)
+	var seen []int64
+	for _, ev := range rejected {
+		got, ok := sent[ev.AuditID]
+		if !ok {
+			t.Fatalf("calibration: the audit log has a 429 (%s) the client did not get", ev.AuditID)
+		}
+		if got != predicted[ev.AuditID] {
+			t.Errorf("calibration: the 429 %s at %s came with Retry-After %d, the replay of kube-apiserver's dropped-requests tracker says %d",
+				ev.AuditID, ev.StageTimestamp.Format("15:04:05.000000"), got, predicted[ev.AuditID])
+		}
+		seen = append(seen, got)
+	}
+	if len(rejected) != len(sent) || len(rejected) < 10 || slices.Max(seen) < 2 {
+		t.Fatalf("calibration: %d 429s in the audit log, %d to the client, Retry-After %v: want as many, at least 10, and some Retry-After above 1",
+			len(rejected), len(sent), seen)
+	}
+	return seen
+}
+
+// nextPast is the next time d past a whole second.
+func nextPast(d time.Duration) time.Time {
+	now := time.Now()
+	next := now.Truncate(time.Second).Add(d)
+	if !next.After(now) {
+		next = next.Add(time.Second)
+	}
+	return next
+}
+
+// throttled keeps the 429s of evs, in the order they were answered.
+func throttled(evs []auditv1.Event) []auditv1.Event {
+	var out []auditv1.Event
+	for _, ev := range evs {
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code == http.StatusTooManyRequests {
+			out = append(out, ev)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b auditv1.Event) int { return a.StageTimestamp.Compare(b.StageTimestamp.Time) })
+	return out
+}
+
+// apfRetryAfters replays kube-apiserver's dropped-requests tracker over a
+// priority level's 429s and returns the Retry-After each was sent with, by
+// audit ID. The tracker records a 429 at a time between the audit event's
+// two timestamps (request received, response written): each is replayed,
+// and the lower Retry-After of the two taken.
+func apfRetryAfters(rejected []auditv1.Event) map[types.UID]int64 {
+	out := map[types.UID]int64{}
+	received := func(ev auditv1.Event) time.Time { return ev.RequestReceivedTimestamp.Time }
+	answered := func(ev auditv1.Event) time.Time { return ev.StageTimestamp.Time }
+	for _, at := range []func(auditv1.Event) time.Time{received, answered} {
+		evs := slices.Clone(rejected)
+		slices.SortStableFunc(evs, func(a, b auditv1.Event) int { return at(a).Compare(at(b)) })
+		for i, after := range droppedRequestsReplay(evs, at) {
+			if prev, ok := out[evs[i].AuditID]; !ok || after < prev {
+				out[evs[i].AuditID] = after
+			}
+		}
+	}
+	return out
+}
+
+// droppedRequestsReplay replays kube-apiserver's dropped-requests tracker
+// (k8s.io/apiserver/pkg/util/flowcontrol/dropped_requests_tracker.go, as of
+// v0.37) over a priority level's 429s, at the times at gives them, and
+// returns the Retry-After each was sent with. The tracker keeps, per
+// priority level, a Retry-After that starts at 1 second. When the first 429
+// of a new second is recorded, it counts the 429s of the previous
+// Retry-After seconds: at least 3×Retry-After double it (to at most 32),
+// unless it was doubled less than Retry-After seconds ago; fewer than
+// Retry-After lower it by one. The 429 is sent with the value after that.
+func droppedRequestsReplay(rejected []auditv1.Event, at func(auditv1.Event) time.Time) []int64 {
+	type second struct{ unix, n int64 }
+	var (
+		history              []second
+		current, count       int64
+		retryAfter, raisedAt int64 = 1, 0
+	)
+	out := make([]int64, len(rejected))
+	for i, ev := range rejected {
+		now := at(ev).Unix()
+		if now == current {
+			count++
+			out[i] = retryAfter
+			continue
+		}
+		history = append(history, second{current, count})
+		keep := min(2*retryAfter, 32)
+		for len(history) > 0 && current-history[0].unix > keep {
+			history = history[1:]
+		}
+		current, count = now, 1
+		var dropped int64
+		for j := len(history) - 1; j >= 0 && now-history[j].unix <= retryAfter; j-- {
+			if history[j].unix < now {
+				dropped += history[j].n
+			}
+		}
+		switch {
+		case now-raisedAt >= retryAfter && dropped >= 3*retryAfter:
+			retryAfter, raisedAt = min(2*retryAfter, 32), now
+		case dropped < retryAfter && retryAfter > 1:
+			retryAfter--
+		}
+		out[i] = retryAfter
+	}
+	return out
+}
+
+// throttleResult is what the audit log says of one storm.
+type throttleResult struct {
+	what     string
+	readyMax time.Duration // the slowest replica's time to ready
+	requests []int         // per replica: its requests until it was ready
+	rejected []int         // per replica: the 429s among them
+	total429 int           // 429s to the replicas until the audit log was read
+	// asked is the Retry-After of each 429, by audit ID.
+	asked map[types.UID]int64
+	// minGap is the shortest time from a 429 to the replica's next request
+	// for the same objects, and gapAsked that 429's Retry-After; -1 without
+	// such a pair.
+	minGap     time.Duration
+	gapAsked   int64
+	violations []string
+}
+
+// throttleStorm provisions throttleReplicas identities bound to role, puts
+// them in a throttled priority level of their own, starts a replica of bin
+// as each at once (plugins is the server block's body for a kubeconfig),
+// waits until every one is ready and answers right, reads the audit log,
+// and stops them.
+func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.ClusterRole, plugins func(kubeconfig string) string) *throttleResult {
+	t.Helper()
+	ids := throttleIdentities(t, r, what, throttleReplicas, role)
+	throttleLevel(t, r, "throttle-"+what, throttleQueue, ids)
+	start := time.Now()
+	replicas := make([]*harness.CoreDNS, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			replicas[i], errs[i] = harness.TryRunCoreDNS(t, bin, harness.CoreDNSOptions{
+				Plugins:     plugins(id.Kubeconfig),
+				ReadyWithin: 90 * time.Second,
+			})
+			if errs[i] != nil { // its output repeats "not ready" a hundred times a second
+				errs[i] = fmt.Errorf("%s: %s", id.Name, harness.Abridge(errs[i].Error(), 40, 20))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("%s: not every replica became ready: %v", what, err)
+	}
+	t.Logf("%s: %d replicas started at once, all ready in %.1fs", what, len(ids), time.Since(start).Seconds())
+	for i, c := range replicas {
+		if err := throttleAnswers(r, c); err != nil {
+			t.Errorf("%s: %s answers wrong once ready: %v", what, ids[i].Name, err)
+		}
+	}
+	res := throttleAudit(t, r, what, ids, replicas, start)
+	// Stopped now, so that the next storm has the CPU to itself; at once,
+	// for each may take a second.
+	for _, c := range replicas {
+		wg.Go(func() {
+			if err := c.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// throttleAnswers asks c once for every name the prober expects one answer
+// for, and says which answers are not those.
+func throttleAnswers(r *migRig, c *harness.CoreDNS) error {
+	r.p.mu.Lock()
+	wants := map[string][]string{}
+	for name, sets := range r.p.want {
+		if len(sets) == 1 {
+			wants[name] = sets[0]
+		}
+	}
+	r.p.mu.Unlock()
+	var errs []error
+	for name, ips := range wants {
+		m, err := harness.Exchange(c.Addr(), name, dns.TypeA)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		var got []string
+		for _, rr := range m.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				got = append(got, a.A.String())
+			}
+		}
+		slices.Sort(got)
+		if m.Rcode != dns.RcodeSuccess || !slices.Equal(got, ips) {
+			errs = append(errs, fmt.Errorf("%s: %s %v, want %v", name, dns.RcodeToString[m.Rcode], got, ips))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// throttleAudit reads each replica's requests since start from the audit
+// log: how many until it was ready, how many of them 429s, and how long
+// after each 429 it asked for the same objects again.
+func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity, replicas []*harness.CoreDNS, start time.Time) *throttleResult {
+	t.Helper()
+	res := &throttleResult{what: what, minGap: -1}
+	perUser := make([][]auditv1.Event, len(ids))
+	var all []auditv1.Event
+	for i, id := range ids {
+		evs, err := r.env.AuditEvents(id.Name, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortStableFunc(evs, func(a, b auditv1.Event) int {
+			return a.RequestReceivedTimestamp.Compare(b.RequestReceivedTimestamp.Time)
+		})
+		perUser[i] = evs
+		all = append(all, evs...)
+	}
+	// Every 429 of the priority level is one of these replicas'.
+	rejected := throttled(all)
+	res.total429 = len(rejected)
+	res.asked = apfRetryAfters(rejected)
+	for i, id := range ids {
+		c := replicas[i]
+		ready := c.Started.Add(c.ReadyIn)
+		res.readyMax = max(res.readyMax, c.ReadyIn)
+		n, n429 := 0, 0
+		for _, ev := range perUser[i] {
+			if ev.RequestReceivedTimestamp.After(ready) {
+				break
+			}
+			n++
+			if _, ok := res.asked[ev.AuditID]; ok {
+				n429++
+			}
+		}
+		res.requests, res.rejected = append(res.requests, n), append(res.rejected, n429)
+		res.gaps(id.Name, perUser[i])
+	}
+	return res
+}
+
+// gaps finds, after each 429 of evs (one replica's requests, in the order
+// received), the replica's next request for the same objects (auditTarget),
+// and records the time between them.
+func (res *throttleResult) gaps(user string, evs []auditv1.Event) {
+	for i, ev := range evs {
+		after, ok := res.asked[ev.AuditID]
+		if !ok {
+			continue
+		}
+		target := auditTarget(ev)
+		for _, next := range evs[i+1:] {
+			if auditTarget(next) != target {
+				continue
+			}
+			gap := next.RequestReceivedTimestamp.Sub(ev.StageTimestamp.Time)
+			if res.minGap < 0 || gap < res.minGap {
+				res.minGap, res.gapAsked = gap, after
+			}
+			if gap < time.Duration(after)*time.Second-throttleSlack {
+				res.violations = append(res.violations, fmt.Sprintf("%s: %s %s got 429 with Retry-After %ds at %s; %s %s came %.3fs later",
+					user, ev.Verb, ev.RequestURI, after, ev.StageTimestamp.Format("15:04:05.000000"),
+					next.Verb, next.RequestURI, gap.Seconds()))
+			}
+			break
+		}
+	}
+}
+
+// auditTarget is what an audited request reads: its path and selectors. A
+// list and a watch of the same objects share it; two informers of one
+// resource with different selectors (stock has two of EndpointSlices) do
+// not. Other parameters (a watch's random timeout) may change on a retry.
+func auditTarget(ev auditv1.Event) string {
+	path, query, _ := strings.Cut(ev.RequestURI, "?")
+	q, _ := url.ParseQuery(query)
+	return path + "?labelSelector=" + q.Get("labelSelector") + "&fieldSelector=" + q.Get("fieldSelector")
+}
+
+// throttleSummary prints the storms' figures in one line.
+func throttleSummary(t *testing.T, r *migRig, calibrated []int64, ours, stock *throttleResult) {
+	t.Helper()
+	median := func(xs []int) int {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	describe := func(res *throttleResult) string {
+		gap := "no request followed a 429 for the same objects"
+		if res.minGap >= 0 {
+			gap = fmt.Sprintf("min gap after a 429 %.3fs (its Retry-After %ds)", res.minGap.Seconds(), res.gapAsked)
+		}
+		return fmt.Sprintf("%s ready in max %.1fs, requests until ready per replica median %d (max %d), 429s among them median %d (max %d), %d 429s in all (Retry-After %s), %s",
+			res.what, res.readyMax.Seconds(), median(res.requests), slices.Max(res.requests), median(res.rejected), slices.Max(res.rejected),
+			res.total429, retryAfterCounts(slices.Collect(maps.Values(res.asked))), gap)
+	}
+	parts := []string{describe(ours)}
+	if stock != nil {
+		parts = append(parts, describe(stock))
+	}
+	line := fmt.Sprintf("throttle: %d replicas at once into one seat and a queue of 10: %s; calibration: %d 429s (Retry-After %s) as replayed; %d lookups to a serving replica, %d failed",
+		throttleReplicas, strings.Join(parts, "; "), len(calibrated), retryAfterCounts(calibrated), r.p.total.Load(), r.p.failed.Load())
+	t.Log(line)
+	fmt.Println(line)
+}
+
+// retryAfterCounts says how many times each Retry-After was sent: "1s×12 2s×3".
+func retryAfterCounts(afters []int64) string {
+	n := map[int64]int{}
+	for _, a := range afters {
+		n[a]++
+	}
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%ds×%d", a, n[a]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
