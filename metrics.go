@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,43 +35,58 @@ func (r recording) MustRegister(cs ...prometheus.Collector) {
 
 var reg = promauto.With(recording{prometheus.DefaultRegisterer})
 
-// The metrics' names come from package metricname, which the dashboard and
-// alerting rules of deploy/monitoring are generated from; all of them are
-// under plugin.Namespace ("coredns_"), as TestMetricNames checks.
+// The metrics are declared as CoreDNS's plugins declare theirs, under
+// plugin.Namespace and the plugin's subsystem, with names from package
+// metricname, which the dashboard and alerting rules of deploy/monitoring are
+// generated from; TestMetricNames checks the two agree.
 var (
 	responses = reg.NewCounterVec(prometheus.CounterOpts{
-		Name: metricname.Responses,
-		Help: "Counter of answers in the multicluster zones, by result (success, NXDOMAIN, NODATA, SERVFAIL).",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.ResponsesName,
+		Help:      "Counter of answers in the multicluster zones, by result (success, NXDOMAIN, NODATA, SERVFAIL).",
 	}, []string{metricname.Server, metricname.Result})
 
 	serviceImports = reg.NewGaugeVec(prometheus.GaugeOpts{
-		Name: metricname.ServiceImports,
-		Help: "Services answered, by the ServiceImport version their answers come from.",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.ServiceImportsName,
+		Help:      "Services answered, by the ServiceImport version their answers come from.",
 	}, []string{metricname.Version})
 
 	endpoints = reg.NewGauge(prometheus.GaugeOpts{
-		Name: metricname.Endpoints,
-		Help: "Ready headless endpoint names answered.",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.EndpointsName,
+		Help:      "Ready headless endpoint names answered.",
 	})
 
 	unreadVersions = reg.NewGaugeVec(prometheus.GaugeOpts{
-		Name: metricname.UnreadVersions,
-		Help: "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.UnreadVersionsName,
+		Help:      "1 while the API server serves this ServiceImport version and the configuration reads no version of its shape, else 0.",
 	}, []string{metricname.Version})
 
 	skipped = reg.NewCounterVec(prometheus.CounterOpts{
-		Name: metricname.SkippedObjects,
-		Help: "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.SkippedObjectsName,
+		Help:      "Counter of objects, or parts of objects, not used because they are unusable, by kind and reason.",
 	}, []string{metricname.Kind, metricname.Reason})
 
 	headlessAnswers = reg.NewCounterVec(prometheus.CounterOpts{
-		Name: metricname.HeadlessAnswers,
-		Help: "Counter of answers at headless services' names and port names, by scope: the local cluster's endpoints only (local) or every cluster's (clusterset).",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.HeadlessAnswersName,
+		Help:      "Counter of answers at headless services' names and port names, by scope: the local cluster's endpoints only (local) or every cluster's (clusterset).",
 	}, []string{metricname.Scope})
 
 	synced = reg.NewGauge(prometheus.GaugeOpts{
-		Name: metricname.Synced,
-		Help: "1 once the plugin has listed what it watches and answers from it, 0 before (it answers SERVFAIL until then).",
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.SyncedName,
+		Help:      "1 once the plugin has listed what it watches and answers from it, 0 before (it answers SERVFAIL until then).",
 	})
 )
 

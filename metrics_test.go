@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/metricname"
 )
 
 // TestMetricNames: every metric the plugin registers is under CoreDNS's
@@ -26,6 +27,9 @@ func TestMetricNames(t *testing.T) {
 		}
 		if want := plugin.Namespace + "_" + pluginName + "_"; !strings.HasPrefix(m[1], want) {
 			t.Errorf("metric %s is not under %s", m[1], want)
+		}
+		if !slices.Contains(metricname.Full, m[1]) {
+			t.Errorf("metric %s is not among metricname's full names %v, which the dashboard and alerts query", m[1], metricname.Full)
 		}
 	}
 }

@@ -10,30 +10,53 @@
 // the plugin's dependencies.
 package metricname
 
-const prefix = "coredns_multicluster_"
+// Subsystem is the plugin's part of its metrics' names, declared as
+// CoreDNS's plugins declare theirs: Namespace plugin.Namespace ("coredns"),
+// Subsystem, and one of the Names below.
+const Subsystem = "multicluster"
 
-// The plugin's metrics.
+// prefix is what the Namespace and Subsystem make of a name: "coredns" is
+// CoreDNS's plugin.Namespace (this package imports nothing; the plugin's
+// TestMetricNames checks every registered name is one of the full ones).
+const prefix = "coredns_" + Subsystem + "_"
+
+// The plugin's metrics' names within the namespace and subsystem, for their
+// declarations.
+const (
+	ResponsesName       = "responses_total"
+	ServiceImportsName  = "serviceimports"
+	EndpointsName       = "endpoints"
+	UnreadVersionsName  = "unread_versions"
+	SkippedObjectsName  = "skipped_objects_total"
+	SyncedName          = "synced"
+	HeadlessAnswersName = "headless_answers_total"
+)
+
+// The plugin's metrics' full names, for queries.
 const (
 	// Responses counts answers in the plugin's zones, by Server and Result.
-	Responses = prefix + "responses_total"
+	Responses = prefix + ResponsesName
 	// ServiceImports is the number of services answered, by the Version of
 	// the ServiceImport their answers come from.
-	ServiceImports = prefix + "serviceimports"
+	ServiceImports = prefix + ServiceImportsName
 	// Endpoints is the number of ready headless endpoint names answered.
-	Endpoints = prefix + "endpoints"
+	Endpoints = prefix + EndpointsName
 	// UnreadVersions is 1 for a Version the API server serves whose shape the
 	// configuration reads through no version, else 0.
-	UnreadVersions = prefix + "unread_versions"
+	UnreadVersions = prefix + UnreadVersionsName
 	// SkippedObjects counts objects, or parts of them, left out because they
 	// are unusable, by Kind and Reason.
-	SkippedObjects = prefix + "skipped_objects_total"
+	SkippedObjects = prefix + SkippedObjectsName
 	// Synced is 1 once the plugin has listed everything it watches and
 	// answers from it, 0 before (when it answers SERVFAIL).
-	Synced = prefix + "synced"
+	Synced = prefix + SyncedName
 	// HeadlessAnswers counts answers at a headless service's name and port
 	// names, by Scope: the local cluster's endpoints only, or every cluster's.
-	HeadlessAnswers = prefix + "headless_answers_total"
+	HeadlessAnswers = prefix + HeadlessAnswersName
 )
+
+// Full lists the plugin's metrics' full names.
+var Full = []string{Responses, ServiceImports, Endpoints, UnreadVersions, SkippedObjects, Synced, HeadlessAnswers}
 
 // Labels of the plugin's metrics.
 const (
