@@ -66,7 +66,12 @@ func SkipSeries() [][2]string {
 
 // intern returns the one copy of s the process keeps: a namespace, a port
 // name or a cluster name is held by many records, and each decoded object
-// brings its own copy.
+// brings its own copy. unique keeps its canonical copy only while a Handle
+// to it lives, and records keep the string, not the Handle: after a garbage
+// collection the next record of s gets a new canonical copy, which those
+// after it share. So there is one copy of s per GC cycle in which records of
+// it were read, not one per record; a Handle per record would cost 8 bytes
+// each to save that.
 func intern(s string) string { return unique.Make(s).Value() }
 
 type rawPort struct {

@@ -3,8 +3,10 @@ package cache
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
+	"unique"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -231,12 +233,18 @@ func ptr[T any](v T) *T { return &v }
 // the list of ports, the cluster name. They are never modified, so sharing
 // is safe, and a hundred thousand imports do not each hold a copy.
 func TestRecordsShareWhatIsAlike(t *testing.T) {
+	// intern's copies last while a Handle does (see intern): a GC between
+	// a and b would otherwise give b a copy of its own.
+	keep := []unique.Handle[string]{unique.Make("ns-1"), unique.Make("west")}
+	defer runtime.KeepAlive(keep)
 	http := func() []any { return ports(map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}) }
 	obj := func(name string) *unstructured.Unstructured {
 		ns := string([]byte("ns-1")) // a copy of its own, as each decoded object has
 		return withFields(v2(ns, name, "1", "ClusterSetIP", "10.0.0.1"), map[string]any{"ports": http()})
 	}
-	a, b := readUnstructured(obj("a"), V1alpha2), readUnstructured(obj("b"), V1alpha2)
+	a := readUnstructured(obj("a"), V1alpha2)
+	runtime.GC() // the worst moment for a collection
+	b := readUnstructured(obj("b"), V1alpha2)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("each record has its own copy of the namespace")
 	}
