@@ -86,23 +86,9 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
 func Start(opts Options) (*Env, error) {
-	repo := opts.Repo
-	if repo == "" {
-		var err error
-		if repo, err = RepoRoot(); err != nil {
-			return nil, err
-		}
-	}
-	bin := opts.BinDir
-	if bin == "" {
-		bin = filepath.Join(repo, ".cache", "bin")
-	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		for _, name := range []string{"etcd", "kube-apiserver"} {
-			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-				return nil, fmt.Errorf("%s is missing in %s: run hack/realenv/build.sh first", name, bin)
-			}
-		}
+	repo, bin, err := opts.locations()
+	if err != nil {
+		return nil, err
 	}
 	crdPaths := opts.CRDDirectoryPaths
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
@@ -134,31 +120,9 @@ func Start(opts Options) (*Env, error) {
 	api := te.ControlPlane.GetAPIServer()
 	api.SecureServing.Address = "127.0.0.1"
 	api.SecureServing.Port = strconv.Itoa(apiPort)
-	api.Configure().
-		Set("authorization-mode", "RBAC").
-		// The address published in the kubernetes Service's endpoints.
-		// Loopback is refused there unless nothing publishes them.
-		Set("advertise-address", "127.0.0.1").
-		Set("endpoint-reconciler-type", "none")
-	if opts.ServiceClusterIPRange != "" {
-		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
-	}
-	for name, value := range opts.APIServerFlags {
-		api.Configure().Set(name, value)
-	}
-	if opts.Audit {
-		policy := filepath.Join(tmp, "audit-policy.yaml")
-		e.auditLog = filepath.Join(tmp, "audit.log")
-		const everything = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
-		if err := os.WriteFile(policy, []byte(everything), 0o600); err != nil {
-			_ = os.RemoveAll(tmp)
-			return nil, err
-		}
-		api.Configure().
-			Set("audit-policy-file", policy).
-			Set("audit-log-path", e.auditLog).
-			Set("audit-log-format", "json").
-			Set("audit-log-mode", "blocking")
+	if err := e.configure(api, opts); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
 	}
 	etcd := &envtest.Etcd{URL: loopbackURL("http", etcdPort)}
 	etcd.Configure().Set("listen-peer-urls", loopbackURL("http", peerPort).String())
@@ -182,23 +146,84 @@ func Start(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w\n--- their output's end\n%s", bin, err, tail)
 	}
 	e.CRDs = te.CRDs
-	cfg.QPS, cfg.Burst = 200, 400
-	e.Config = cfg
-	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if err := e.connect(cfg); err != nil {
 		_ = e.Stop()
 		return nil, err
 	}
+	return e, nil
+}
+
+// locations are the repository and the directory of the binaries.
+func (opts Options) locations() (repo, bin string, err error) {
+	repo = opts.Repo
+	if repo == "" {
+		if repo, err = RepoRoot(); err != nil {
+			return "", "", err
+		}
+	}
+	bin = opts.BinDir
+	if bin == "" {
+		bin = filepath.Join(repo, ".cache", "bin")
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		for _, name := range []string{"etcd", "kube-apiserver"} {
+			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+				return "", "", fmt.Errorf("%s is missing in %s: run hack/realenv/build.sh first", name, bin)
+			}
+		}
+	}
+	return repo, bin, nil
+}
+
+// configure sets kube-apiserver's flags: RBAC, no endpoint reconciler, and
+// what opts ask for, the audit log among them.
+func (e *Env) configure(api *envtest.APIServer, opts Options) error {
+	api.Configure().
+		Set("authorization-mode", "RBAC").
+		// The address published in the kubernetes Service's endpoints.
+		// Loopback is refused there unless nothing publishes them.
+		Set("advertise-address", "127.0.0.1").
+		Set("endpoint-reconciler-type", "none")
+	if opts.ServiceClusterIPRange != "" {
+		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
+	}
+	for name, value := range opts.APIServerFlags {
+		api.Configure().Set(name, value)
+	}
+	if !opts.Audit {
+		return nil
+	}
+	policy := filepath.Join(e.tmp, "audit-policy.yaml")
+	e.auditLog = filepath.Join(e.tmp, "audit.log")
+	const everything = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+	if err := os.WriteFile(policy, []byte(everything), 0o600); err != nil {
+		return err
+	}
+	api.Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", e.auditLog).
+		Set("audit-log-format", "json").
+		Set("audit-log-mode", "blocking")
+	return nil
+}
+
+// connect makes the admin clients of cfg.
+func (e *Env) connect(cfg *rest.Config) error {
+	cfg.QPS, cfg.Burst = 200, 400
+	e.Config = cfg
+	var err error
+	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return err
+	}
 	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
-		_ = e.Stop()
-		return nil, err
+		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		_ = e.Stop()
-		return nil, err
+		return err
 	}
 	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return e, nil
+	return nil
 }
 
 // Stop stops kube-apiserver and etcd and removes their files.
