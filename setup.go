@@ -79,101 +79,90 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 }
 
 func (m *Multicluster) option(c *caddy.Controller) error {
-	switch opt := c.Val(); opt {
-	case "kubeconfig":
-		args := c.RemainingArgs()
-		if len(args) != 1 && len(args) != 2 {
-			return c.ArgErr()
-		}
+	opt := c.Val()
+	o, ok := options[opt]
+	if !ok {
+		return c.Errf("unknown option %q", opt)
+	}
+	args := c.RemainingArgs()
+	if len(args) < o.min || o.max >= 0 && len(args) > o.max {
+		return c.ArgErr()
+	}
+	return o.set(m, c, opt, args)
+}
+
+// optionSpec is one Corefile option: how many arguments it takes (max -1
+// for any number) and what it sets from them.
+type optionSpec struct {
+	min, max int
+	set      func(m *Multicluster, c *caddy.Controller, opt string, args []string) error
+}
+
+var options = map[string]optionSpec{
+	"kubeconfig": {1, 2, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
 		m.kubeconfig = args[0]
 		if len(args) == 2 {
 			m.kubecontext = args[1]
 		}
-	case "endpoint":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"endpoint": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		if u, err := url.Parse(args[0]); err != nil || u.Scheme == "" || u.Host == "" {
 			return c.Errf("endpoint must be a URL such as https://10.0.0.1:6443, not %q", args[0])
 		}
 		m.endpoint = args[0]
-	case "tls":
-		args := c.RemainingArgs()
-		if len(args) != 3 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"tls": {3, 3, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
 		m.tlsFiles = args
-	case "apiserver_qps", "apiserver_burst":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
-		n, err := strconv.Atoi(args[0])
-		if err != nil || n <= 0 {
-			return c.Errf("%s must be a positive whole number, not %q", opt, args[0])
-		}
-		if opt == "apiserver_qps" {
-			m.qps = float32(n)
-		} else {
-			m.burst = n
-		}
-	case "labels":
-		args := c.RemainingArgs()
-		if len(args) == 0 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"apiserver_qps":   {1, 1, apiserverLimit},
+	"apiserver_burst": {1, 1, apiserverLimit},
+	"labels": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		expr := strings.Join(args, " ")
 		if _, err := labels.Parse(expr); err != nil {
 			return c.Errf("labels: %q is not a label selector: %v", expr, err)
 		}
 		m.labels = expr
-	case "ttl":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"ttl": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		ttl, err := strconv.Atoi(args[0])
 		if err != nil || ttl < 0 || ttl > 3600 {
 			return c.Errf("ttl must be a whole number of seconds from 0 to 3600, not %q", args[0])
 		}
 		m.TTL = uint32(ttl)
-	case "fallthrough":
-		m.Fall.SetZonesFromArgs(c.RemainingArgs())
-	case "fallback":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"fallthrough": {0, -1, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
+		m.Fall.SetZonesFromArgs(args)
+		return nil
+	}},
+	"fallback": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		if args[0] != cache.V1alpha1 {
 			return c.Errf("fallback takes %q, the only version there is to fall back to (v1beta1 and v1alpha2 are always read), not %q", cache.V1alpha1, args[0])
 		}
 		m.fallback = true
-	case "namespaces":
-		args := c.RemainingArgs()
-		if len(args) == 0 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"namespaces": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		for _, ns := range args {
 			if len(validation.IsDNS1123Label(ns)) > 0 {
 				return c.Errf("namespace %q is not a valid namespace name", ns)
 			}
 		}
 		m.namespaces = append(m.namespaces, args...)
-	case "cluster_id":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"cluster_id": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		if errs := validation.IsDNS1123Subdomain(args[0]); len(errs) > 0 {
 			return c.Errf("cluster_id %q is not a cluster ID, an RFC 1123 subdomain such as east or east.example.com", args[0])
 		}
 		m.clusterID = args[0]
-	case "ns_address":
-		args := c.RemainingArgs()
-		if len(args) == 0 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"ns_address": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		for _, a := range args {
 			ip := net.ParseIP(a)
 			if ip == nil || ip.IsUnspecified() {
@@ -181,23 +170,32 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			}
 			m.nsAddrs = appendAddr(m.nsAddrs, ip)
 		}
-	case "prefer_local":
-		if len(c.RemainingArgs()) != 0 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"prefer_local": {0, 0, func(m *Multicluster, _ *caddy.Controller, _ string, _ []string) error {
 		m.preferLocal = true
-	case "startup_timeout":
-		args := c.RemainingArgs()
-		if len(args) != 1 {
-			return c.ArgErr()
-		}
+		return nil
+	}},
+	"startup_timeout": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
 		d, err := time.ParseDuration(args[0])
 		if err != nil || d < 0 {
 			return c.Errf("startup_timeout must be a duration such as 5s, not %q", args[0])
 		}
 		m.startupTimeout = d
-	default:
-		return c.Errf("unknown option %q", opt)
+		return nil
+	}},
+}
+
+// apiserverLimit sets apiserver_qps or apiserver_burst.
+func apiserverLimit(m *Multicluster, c *caddy.Controller, opt string, args []string) error {
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return c.Errf("%s must be a positive whole number, not %q", opt, args[0])
+	}
+	if opt == "apiserver_qps" {
+		m.qps = float32(n)
+	} else {
+		m.burst = n
 	}
 	return nil
 }
