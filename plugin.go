@@ -1,6 +1,3 @@
-// Package multicluster is a CoreDNS plugin that serves the Kubernetes
-// Multi-Cluster Services DNS zone (clusterset.local) from ServiceImports and
-// multi-cluster EndpointSlices, as KEP-1645's DNS specification describes.
 package multicluster
 
 import (

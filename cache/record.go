@@ -1,6 +1,3 @@
-// Package cache watches ServiceImports and multi-cluster EndpointSlices and
-// keeps, for every imported service, an immutable set of precomputed DNS
-// answers. It knows client-go and the API types; it does not know CoreDNS.
 package cache
 
 import (

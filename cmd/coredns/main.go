@@ -1,5 +1,11 @@
 // Command coredns is CoreDNS with every stock plugin and the multicluster
 // plugin, whose directive sits just before kubernetes in the plugin chain.
+//
+// main.go is the whole command; main_test.go checks the directive's place.
+// The image of this binary: the Makefile holds the one build command (make
+// coredns; make image with a container engine, make image-tar without), the
+// Dockerfile runs it, and hack/image (a module of its own, through
+// hack/image.sh) writes the image tarball without a container engine.
 package main
 
 import (

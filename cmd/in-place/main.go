@@ -13,6 +13,14 @@
 // order. corefile prints the edited Corefile and reads nothing else.
 //
 // deploy/in-place.sh builds and runs it.
+//
+// Files: main.go (the subcommands and flags), corefile.go (the Corefile
+// edit, through CoreDNS's own Corefile parser, and the refusals that say
+// why an edit is not made), install.go (install and uninstall against the
+// API server, and the state ConfigMap) and rbac.go (the rules of
+// deploy/rbac.yaml and which of them a ClusterRole lacks). testdata/ holds
+// the Corefiles corefile_test.go edits, each with the edit it expects
+// (.golden) or the refusal (.err); testdata/README.md says more.
 package main
 
 import (

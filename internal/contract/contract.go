@@ -2,6 +2,11 @@
 // about the objects of testdata/, with the one check of an answer against
 // it. The plugin's unit tests ask it of the handler, the e2e tests of the
 // real CoreDNS with dig, and the bench of the server it measures.
+//
+// Files: contract.go (the expected records, Case and its Check of an answer:
+// rcode, AA, sections, TTLs, the apex SOA), cases.go (the table, Cases,
+// about testdata/'s namespaces demo and shop) and objects.go (the reader of
+// testdata/: YAML split and decoded, Namespaces and CRDs first).
 package contract
 
 import (

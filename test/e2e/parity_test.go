@@ -29,7 +29,7 @@ import (
 //
 // Compared: rcode, AA, and each section's records, sorted and lower-cased,
 // with the SOA serial left out (it is time-based in both). TTLs are compared
-// on every record: the README says both plugins give every record the
+// on every record: docs/kubernetes-plugin.md says both plugins give every record the
 // configured TTL (`ttl`, "the same" in "Compared with the kubernetes
 // plugin's multicluster option"), the SOA min(TTL, 300) with the TTL as its
 // minimum ("Choices where the specification is silent"). Both run with a TTL
@@ -244,14 +244,14 @@ func parityAllowed(ttl uint32, imports []parityImport, headless []parityHeadless
 	return []parityDifference{
 		{
 			what:   "empty non-terminal _<proto>.<svc>.<ns>.svc of a named port",
-			readme: `"Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020); and "Compared with the kubernetes plugin's multicluster option": NODATA for empty non-terminals`,
+			readme: `docs/kubernetes-plugin.md, "Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020); and "Compared with the kubernetes plugin's multicluster option": NODATA for empty non-terminals`,
 			match:  func(q parityQuery) bool { return q.kind == kindENTProto },
 			stock:  nxdomain, stockSays: "NXDOMAIN",
 			ours: nodata, oursSays: "NODATA",
 		},
 		{
 			what:   "empty non-terminal <clusterid>.<svc>.<ns>.svc of a headless service",
-			readme: `"Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020); and "Compared with the kubernetes plugin's multicluster option": NODATA for empty non-terminals`,
+			readme: `docs/kubernetes-plugin.md, "Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020); and "Compared with the kubernetes plugin's multicluster option": NODATA for empty non-terminals`,
 			match:  func(q parityQuery) bool { return q.kind == kindENTCluster },
 			stock:  nxdomain, stockSays: "NXDOMAIN",
 			ours: nodata, oursSays: "NODATA",
@@ -272,14 +272,14 @@ func parityAllowed(ttl uint32, imports []parityImport, headless []parityHeadless
 		},
 		{
 			what:   "empty non-terminal _<proto>.<svc>.<ns>.svc that an unnamed port shares with a named one",
-			readme: `"Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020)`,
+			readme: `docs/kubernetes-plugin.md, "Choices where the specification is silent": Empty non-terminals answer NODATA, not NXDOMAIN (RFC 8020)`,
 			match:  func(q parityQuery) bool { return strings.HasSuffix(q.kind, " unnamed port") },
 			stock:  nxdomain, stockSays: "NXDOMAIN",
 			ours: nodata, oursSays: "NODATA",
 		},
 		{
 			what:   "SRV weights and unnamed ports",
-			readme: `"Compared with the kubernetes plugin's multicluster option": SRV weights, and unnamed ports; "Choices where the specification is silent": SRV`,
+			readme: `docs/kubernetes-plugin.md, "Compared with the kubernetes plugin's multicluster option": SRV weights, and unnamed ports; "Choices where the specification is silent": SRV`,
 			match: func(q parityQuery) bool {
 				return q.qtype == dns.TypeSRV && (q.kind == "ClusterSetIP" || q.kind == "Headless" || strings.HasSuffix(q.kind, ", upper case") || strings.HasSuffix(q.kind, " port"))
 			},
@@ -288,7 +288,7 @@ func parityAllowed(ttl uint32, imports []parityImport, headless []parityHeadless
 		},
 		{
 			what:   "A and AAAA at a port's SRV name",
-			readme: `"Compared with the kubernetes plugin's multicluster option": names hold only the records the specification gives them`,
+			readme: `docs/kubernetes-plugin.md, "Compared with the kubernetes plugin's multicluster option": names hold only the records the specification gives them`,
 			match: func(q parityQuery) bool {
 				return (q.qtype == dns.TypeA || q.qtype == dns.TypeAAAA) && strings.HasSuffix(q.kind, " port")
 			},
@@ -297,7 +297,7 @@ func parityAllowed(ttl uint32, imports []parityImport, headless []parityHeadless
 		},
 		{
 			what:   "SRV at a headless endpoint's name",
-			readme: `"Compared with the kubernetes plugin's multicluster option": names hold only the records the specification gives them`,
+			readme: `docs/kubernetes-plugin.md, "Compared with the kubernetes plugin's multicluster option": names hold only the records the specification gives them`,
 			match: func(q parityQuery) bool {
 				return q.qtype == dns.TypeSRV && strings.HasPrefix(q.kind, "headless endpoint, ready")
 			},
@@ -315,7 +315,7 @@ func parityAllowed(ttl uint32, imports []parityImport, headless []parityHeadless
 		},
 		{
 			what:   "dns-version TXT",
-			readme: `"Compared with the kubernetes plugin's multicluster option": stock's "1.1.0" (TTL 28800), the cluster-local DNS schema's version, against ours' "1.0.0", the MCS DNS specification's; and "Description", the records served: dns-version TXT "1.0.0"`,
+			readme: `docs/kubernetes-plugin.md, "Compared with the kubernetes plugin's multicluster option": stock's "1.1.0" (TTL 28800), the cluster-local DNS schema's version, against ours' "1.0.0", the MCS DNS specification's; and "Description", the records served: dns-version TXT "1.0.0"`,
 			match:  func(q parityQuery) bool { return q.name == "dns-version."+apex && q.qtype == dns.TypeTXT },
 			stock:  txt("1.1.0", 28800), stockSays: `TXT "1.1.0", TTL 28800`,
 			ours: txt("1.0.0", ttl), oursSays: fmt.Sprintf(`TXT "1.0.0", TTL %d`, ttl),

@@ -5,6 +5,10 @@
 //
 // Usage: go run ./monitoring -o DIR (hack/generate.sh passes the repository
 // or the temporary directory that hack/test.sh compares).
+//
+// Files: main.go (the files written), dashboard.go (the dashboard, with the
+// Grafana Foundation SDK) and rules.go (the alerting rules, each with its
+// runbook link).
 package main
 
 import (

@@ -7,9 +7,9 @@ import (
 	m "github.com/clustersetdns/multicluster/metricname"
 )
 
-// runbook is where every alert's runbook line points: the README's
-// troubleshooting section, one heading per alert.
-const runbook = "https://github.com/clustersetdns/multicluster/blob/main/README.md#"
+// runbook is where every alert's runbook line points: docs/troubleshooting.md,
+// one heading per alert.
+const runbook = "https://github.com/clustersetdns/multicluster/blob/main/docs/troubleshooting.md#"
 
 // rule is one Prometheus alerting rule, in the shape of a rules file and of a
 // PrometheusRule's spec.groups[].rules[].
@@ -34,8 +34,8 @@ var (
 )
 
 // alerts are the plugin's alerting rules. Every expression names its metrics
-// and labels through package metricname; the README's troubleshooting section
-// has a heading per alert (the runbook anchor is the alert's name in lower
+// and labels through package metricname; docs/troubleshooting.md has a
+// heading per alert (the runbook anchor is the alert's name in lower
 // case).
 func alerts() []ruleGroup {
 	perInstance := func(expr string) string { return "sum by (job, instance) (" + expr + ")" }
