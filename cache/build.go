@@ -55,16 +55,16 @@ type ZoneAnswers struct {
 // Service is the immutable answer set of one imported service.
 //
 // A ClusterSetIP service keeps only its addresses and ports, those of the
-// record of the view it answers from: its records differ from zone to zone
+// import of the view it answers from: its records differ from zone to zone
 // only in their names, and a reader writes them straight into its reply, so
 // that a hundred thousand services do not each hold a dozen records and two
 // maps. A headless service, whose answers are gathered from many
 // EndpointSlices, keeps its records ready (Zone).
 //
-// Readers see the record it answers from through methods, only what answers
+// Readers see the import it answers from through methods, only what answers
 // need: its problems, whether the view had data and the rest are the cache's.
 type Service struct {
-	rec  *Import  // the record of the view the answers come from; never modified
+	rec  *Import  // the import of the view the answers come from; never modified
 	more *details // nil for a ClusterSetIP service whose ports differ in number, most of them
 }
 
@@ -147,7 +147,7 @@ type namedAddrs struct {
 // headless import without ready endpoints. local is the cluster whose
 // endpoints a headless service answers alone while it has some ready
 // (closest), or "" for no preference.
-func normalize(im *Import, sliceRecords []*Slice, local string) (normalized, bool) {
+func normalize(im *Import, viewSlices []*Slice, local string) (normalized, bool) {
 	n := normalized{headless: im.Headless, ports: im.Ports}
 	if !im.Headless {
 		n.ips = im.IPs
@@ -155,7 +155,7 @@ func normalize(im *Import, sliceRecords []*Slice, local string) (normalized, boo
 	}
 	byName := map[string][]netip.Addr{}
 	var localNames map[string]bool // made only for a service with a preference
-	for _, s := range sliceRecords {
+	for _, s := range viewSlices {
 		if s.Cluster == "" {
 			continue
 		}

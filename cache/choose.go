@@ -1,6 +1,6 @@
 package cache
 
-// Which view's record answers a service.
+// Which view's import answers a service.
 //
 // Every shape of ServiceImport has one view: an informer through one API
 // version. With conversion strategy None each object has data in at most one
@@ -10,9 +10,9 @@ package cache
 // disagree, so that a lookup never fails or flaps in between; once they agree,
 // the views decide alone.
 //
-// chooseRecord and judgeLoss decide from nothing but what the views hold and
+// chooseImport and judgeLoss decide from nothing but what the views hold and
 // the answer in use, so that every case a migration goes through is a row of
-// TestChooseRecord. (*Controller).choose gathers their input.
+// TestChooseImport. (*Controller).choose gathers their input.
 
 // viewRole is a view's part in answering.
 type viewRole int
@@ -26,37 +26,37 @@ const (
 	starting
 )
 
-// viewRecord is what one view holds of a service.
-type viewRecord struct {
+// viewImport is what one view holds of a service.
+type viewImport struct {
 	version string // the view's API version: names the view in logs and tables; nothing is decided on it
 	role    viewRole
-	record  *Import // the view's record of the object; nil when it holds none
+	im      *Import // the view's import of the object; nil when it holds none
 }
 
 // agreement is what the answering views hold of one object, taken together.
 // It is made for every rebuild of a service, so it allocates nothing.
 type agreement struct {
 	views  int     // answering views
-	held   int     // how many of them hold a record of the object
-	heldRV string  // the resourceVersion of the first record held
-	newest *Import // the newest record with data; of equally new ones, the first
+	held   int     // how many of them hold a import of the object
+	heldRV string  // the resourceVersion of the first import held
+	newest *Import // the newest import with data; of equally new ones, the first
 	// agreed: every answering view holds the object at one resourceVersion,
 	// or none holds it (deleted, or never there).
 	agreed bool
 }
 
 // agree sums up what the answering views hold. Views come in shape order,
-// the root shape first, so when two records with data are equally new (which
+// the root shape first, so when two imports with data are equally new (which
 // conversion None never gives, and which resourceVersions that are not well
 // formed always give), the root shape's wins.
-func agree(views []viewRecord) agreement {
+func agree(views []viewImport) agreement {
 	a := agreement{agreed: true}
 	for _, v := range views {
 		if v.role != answering {
 			continue
 		}
 		a.views++
-		im := v.record
+		im := v.im
 		if im == nil {
 			continue
 		}
@@ -73,9 +73,9 @@ func agree(views []viewRecord) agreement {
 	return a
 }
 
-// chooseRecord returns the record the service is answered from, nil for no
+// chooseImport returns the import the service is answered from, nil for no
 // answer; prev is the answer in use, nil when there is none.
-func chooseRecord(views []viewRecord, prev *Service) *Import {
+func chooseImport(views []viewImport, prev *Service) *Import {
 	a := agree(views)
 	switch {
 	case prev != nil && a.newest != nil && newer(prev.rec.ResourceVersion, a.newest.ResourceVersion):
@@ -112,7 +112,7 @@ const (
 
 // judgeLoss says whether the object's data was lost and, when it was, at
 // which resourceVersion.
-func judgeLoss(views []viewRecord, prev *Service) (lossVerdict, string) {
+func judgeLoss(views []viewImport, prev *Service) (lossVerdict, string) {
 	a := agree(views)
 	switch {
 	case !a.agreed:

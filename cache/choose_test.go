@@ -5,51 +5,51 @@ import (
 	"testing"
 )
 
-// Records and views for the rows of TestChooseRecord.
+// Imports and views for the rows of TestChooseImport.
 
-// has is a record with data at resourceVersion rv; the view it is put in
+// has is a import with data at resourceVersion rv; the view it is put in
 // sets its version.
 func has(rv string) *Import {
 	return &Import{Meta: Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, HasData: true}
 }
 
-// emptyAt is a record without data at rv: the object read through the other
+// emptyAt is a import without data at rv: the object read through the other
 // shape's version (pruned), or written through a version that is not the
 // storage version (its fields dropped).
 func emptyAt(rv string) *Import {
 	return &Import{Meta: Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}}
 }
 
-// absent is what a view that holds no record of the object holds.
+// absent is what a view that holds no import of the object holds.
 var absent *Import
 
 // inPlace is an answering view of version holding rec.
-func inPlace(version string, rec *Import) viewRecord {
+func inPlace(version string, rec *Import) viewImport {
 	if rec != nil {
 		rec.setVersion(version)
 	}
-	return viewRecord{version: version, role: answering, record: rec}
+	return viewImport{version: version, role: answering, im: rec}
 }
 
 // unsynced is a starting view of version holding rec.
-func unsynced(version string, rec *Import) viewRecord {
+func unsynced(version string, rec *Import) viewImport {
 	r := inPlace(version, rec)
 	r.role = starting
 	return r
 }
 
-// answer is the answer in use, made from a record of version at rv.
+// answer is the answer in use, made from a import of version at rv.
 func answer(version, rv string) *Import {
 	im := has(rv)
 	im.setVersion(version)
 	return im
 }
 
-func views(v ...viewRecord) []viewRecord { return v }
+func views(v ...viewImport) []viewImport { return v }
 
-// answeredBy says what chooseRecord returned: "prev", "none", or the version
-// of the view whose record it is.
-func answeredBy(got *Import, views []viewRecord, prev *Import) string {
+// answeredBy says what chooseImport returned: "prev", "none", or the version
+// of the view whose import it is.
+func answeredBy(got *Import, views []viewImport, prev *Import) string {
 	switch {
 	case got == nil:
 		return "none"
@@ -57,21 +57,21 @@ func answeredBy(got *Import, views []viewRecord, prev *Import) string {
 		return "prev"
 	}
 	for _, v := range views {
-		if v.record == got {
+		if v.im == got {
 			return v.version
 		}
 	}
-	return fmt.Sprintf("a record of no view: %+v", got)
+	return fmt.Sprintf("an import of no view: %+v", got)
 }
 
 // Every case the migrations go through (test/e2e/migration_*.go and
 // versions_test.go), and the edges around them. want is "prev" (the answer
 // in use is kept), "none" (no answer), or the version of the view whose
-// record answers. loss is judgeLoss's verdict, lostAt its resourceVersion.
-func TestChooseRecord(t *testing.T) {
+// import answers. loss is judgeLoss's verdict, lostAt its resourceVersion.
+func TestChooseImport(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		views  []viewRecord
+		views  []viewImport
 		prev   *Import
 		want   string
 		loss   lossVerdict
@@ -180,7 +180,7 @@ func TestChooseRecord(t *testing.T) {
 		{name: "upgrade: written through v1beta1, seen there first: the new write answers",
 			views: views(inPlace(V1alpha2, emptyAt("5")), inPlace(V1beta1, has("6"))), prev: answer(V1beta1, "5"),
 			want: V1beta1, loss: lossUnknown},
-		{name: "upgrade: written through v1beta1, seen by v1alpha2 first: v1beta1's record answers",
+		{name: "upgrade: written through v1beta1, seen by v1alpha2 first: v1beta1's import answers",
 			views: views(inPlace(V1alpha2, emptyAt("6")), inPlace(V1beta1, has("5"))), prev: answer(V1beta1, "5"),
 			want: V1beta1, loss: lossUnknown},
 
@@ -216,7 +216,7 @@ func TestChooseRecord(t *testing.T) {
 			if tc.prev != nil {
 				prev = &Service{rec: tc.prev}
 			}
-			if got := answeredBy(chooseRecord(tc.views, prev), tc.views, tc.prev); got != tc.want {
+			if got := answeredBy(chooseImport(tc.views, prev), tc.views, tc.prev); got != tc.want {
 				t.Errorf("answered by %s, want %s", got, tc.want)
 			}
 			loss, at := judgeLoss(tc.views, prev)

@@ -65,12 +65,12 @@ func SkipSeries() [][2]string {
 }
 
 // intern returns the one copy of s the process keeps: a namespace, a port
-// name or a cluster name is held by many records, and each decoded object
+// name or a cluster name is held by many imports and slices, and each decoded object
 // brings its own copy. unique keeps its canonical copy only while a Handle
-// to it lives, and records keep the string, not the Handle: after a garbage
-// collection the next record of s gets a new canonical copy, which those
-// after it share. So there is one copy of s per GC cycle in which records of
-// it were read, not one per record; a Handle per record would cost 8 bytes
+// to it lives, and the slim copies keep the string, not the Handle: after a garbage
+// collection the next copy that reads s gets a new canonical copy, which those
+// after it share. So there is one copy of s per GC cycle in which objects holding
+// it were read, not one per object; a Handle per copy would cost 8 bytes
 // each to save that.
 func intern(s string) string { return unique.Make(s).Value() }
 
@@ -184,7 +184,7 @@ func prefersClose(td string) bool {
 
 // portLists holds one copy of each list of ports seen, up to maxPortLists of
 // them: most services of a cluster have one of a few lists (http, TCP 80),
-// and records are never modified, so theirs can be one slice.
+// and slim copies are never modified, so theirs can be one slice.
 var portLists = struct {
 	sync.Mutex
 	m map[string][]Port
@@ -193,7 +193,7 @@ var portLists = struct {
 const maxPortLists = 4096
 
 // sharedPorts returns the held copy of ports, holding it first if there is
-// room; ports is the record's own new slice, which it may change.
+// room; ports is the import's own new slice, which it may change.
 func sharedPorts(ports []Port) []Port {
 	if len(ports) == 0 {
 		return nil
@@ -221,7 +221,7 @@ func sharedPorts(ports []Port) []Port {
 	return ports
 }
 
-// sliceFrom makes the slim record of a multi-cluster EndpointSlice. Only ready
+// sliceFrom makes the slim copy of a multi-cluster EndpointSlice. Only ready
 // endpoints are kept (a nil ready counts as ready).
 func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
 	s := &Slice{Meta: Meta{Namespace: intern(es.Namespace), Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}

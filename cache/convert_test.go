@@ -229,10 +229,10 @@ func TestImportReaderWrongShapes(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// Records of different objects share what is alike in them: the namespace,
+// Slim copies of different objects share what is alike in them: the namespace,
 // the list of ports, the cluster name. They are never modified, so sharing
 // is safe, and a hundred thousand imports do not each hold a copy.
-func TestRecordsShareWhatIsAlike(t *testing.T) {
+func TestSlimCopiesShareWhatIsAlike(t *testing.T) {
 	// intern's copies last while a Handle does (see intern): a GC between
 	// a and b would otherwise give b a copy of its own.
 	keep := []unique.Handle[string]{unique.Make("ns-1"), unique.Make("west")}
@@ -246,7 +246,7 @@ func TestRecordsShareWhatIsAlike(t *testing.T) {
 	runtime.GC() // the worst moment for a collection
 	b := readUnstructured(obj("b"), V1alpha2)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
-		t.Error("each record has its own copy of the namespace")
+		t.Error("each import has its own copy of the namespace")
 	}
 	if len(a.Ports) != 1 || &a.Ports[0] != &b.Ports[0] || cap(a.Ports) != len(a.Ports) {
 		t.Errorf("ports %v and %v are not one clipped slice", a.Ports, b.Ports)
@@ -259,6 +259,6 @@ func TestRecordsShareWhatIsAlike(t *testing.T) {
 	s1 := sliceFrom(mcSlice("ns-1", "s1", "svc", string([]byte("west")), "10.0.0.1"))
 	s2 := sliceFrom(mcSlice("ns-1", "s2", "svc", string([]byte("west")), "10.0.0.2"))
 	if unsafe.StringData(s1.Cluster) != unsafe.StringData(s2.Cluster) {
-		t.Error("each slice record has its own copy of the cluster name")
+		t.Error("each slice has its own copy of the cluster name")
 	}
 }

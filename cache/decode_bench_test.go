@@ -13,7 +13,7 @@ import (
 
 // BenchmarkDecodeImports compares, for a LIST page of 1,000 v1beta1
 // ServiceImports as the API server sends it, the ways from the JSON to the
-// cache's slim records:
+// cache's slim copies:
 //   - plugin: what the plugin does (typed.go). Each object decodes on its
 //     own into mcs-api's typed object, and is read;
 //   - typed: the JSON decoded straight into mcs-api's typed list, as its
@@ -45,7 +45,7 @@ func BenchmarkDecodeImports(b *testing.B) {
 	}
 	check := func(b *testing.B, got int) {
 		if got != n {
-			b.Fatalf("%d records with data, want %d", got, n)
+			b.Fatalf("%d imports with data, want %d", got, n)
 		}
 	}
 	perObject := func(b *testing.B) {

@@ -2,19 +2,23 @@
 // keeps, for every imported service, an immutable set of precomputed DNS
 // answers. It knows client-go and the API types; it does not know CoreDNS.
 //
+// Words: an import (Import) is the slim copy of one ServiceImport as one view
+// (API version) reads it, a slice (Slice) the slim copy of one multi-cluster
+// EndpointSlice; a record is always a DNS resource record.
+//
 // One concern a file:
 //
-//   - record.go: the slim records a view keeps of each ServiceImport, packed
+//   - slim.go: the slim copies a view keeps of each ServiceImport, packed
 //     (112 bytes an import), the labels and the ServiceImport resource and
 //     versions.
 //   - typed.go: each ServiceImport version's REST client, decoding every
 //     object on its own into the version's Go type (mcs-api's v1beta1 and
 //     v1alpha1, apis/v1alpha2 for v1alpha2), so that one object that does
 //     not fit is left out and the rest are listed.
-//   - convert.go: typed objects and EndpointSlices to records, and why one
+//   - convert.go: typed objects and EndpointSlices to slim copies, and why one
 //     is unusable (the reasons of the skipped metric); interning of the
-//     strings many records share.
-//   - records.go: a view's store: its reflector writes the records there,
+//     strings many slim copies share.
+//   - store.go: a view's store: its reflector writes the slim imports there,
 //     keyed as the index is, and every change is told to the controller.
 //   - controller.go: the configuration (Config), the EndpointSlice informer
 //     and the loop that runs the rest (Controller).
@@ -25,7 +29,7 @@
 //   - retry.go: lists and watches that wait out an unreachable API server or
 //     refused access, and say so once per outage.
 //   - rebuild.go: one service rebuilt from what the views and slices hold.
-//   - choose.go: which view's record answers a service: a pure function,
+//   - choose.go: which view's import answers a service: a pure function,
 //     tabled in choose_test.go.
 //   - local.go: the local cluster (the Config's ClusterID, or the
 //     ClusterProperty cluster.clusterset.k8s.io, watched by name), whose

@@ -70,7 +70,7 @@ func liveHeap() uint64 {
 // among 1,000 to 100,000: the informer store's update and the controller's
 // sync of that service (choose the view, normalize, build, swap into the
 // index). It must not grow with the number of services. The informers are
-// not run, so that nothing else works in the background: the records go
+// not run, so that nothing else works in the background: the imports go
 // straight into their stores.
 func BenchmarkRebuildOne(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
@@ -79,9 +79,9 @@ func BenchmarkRebuildOne(b *testing.B) {
 				Config{Zones: []string{"clusterset.local."}, TTL: 5})
 			v := c.newView(c.shapes[0], V1alpha2)
 			c.views = []*view{v}
-			store := v.records
+			store := v.imports
 			im := func(i int, rv string, ip netip.Addr) *Import {
-				im := newRecord(Meta{Namespace: fmt.Sprintf("ns-%02d", i%20), Name: fmt.Sprintf("svc-%05d", i), ResourceVersion: rv}, V1alpha2)
+				im := blankImport(Meta{Namespace: fmt.Sprintf("ns-%02d", i%20), Name: fmt.Sprintf("svc-%05d", i), ResourceVersion: rv}, V1alpha2)
 				im.HasData, im.IPs, im.Ports = true, []netip.Addr{ip}, []Port{{Name: "http", Proto: "tcp", Port: 80}}
 				return im
 			}

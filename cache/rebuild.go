@@ -11,7 +11,7 @@ func (c *Controller) syncAll() {
 	keys := map[string]struct{}{}
 	c.viewsMu.RLock()
 	for _, v := range c.views {
-		for _, k := range v.records.keys() { // the strings the store holds: the index will share them
+		for _, k := range v.imports.keys() { // the strings the store holds: the index will share them
 			keys[k] = struct{}{}
 		}
 	}
@@ -39,7 +39,7 @@ func (c *Controller) processNext() bool {
 	return true
 }
 
-// sync rebuilds the answers of one service from the views' records and the slices.
+// sync rebuilds the answers of one service from the views' imports and the slices.
 func (c *Controller) sync(k string) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
@@ -50,17 +50,17 @@ func (c *Controller) sync(k string) {
 	}
 	var next *Service
 	if im != nil && im.HasData {
-		var sliceRecords []*Slice
+		var viewSlices []*Slice
 		if im.Headless {
 			objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
 			for _, o := range objs {
-				sliceRecords = append(sliceRecords, o.(*Slice))
+				viewSlices = append(viewSlices, o.(*Slice))
 			}
 		}
-		if n, ok := normalize(im, sliceRecords, c.cfg.localFor(im, c.localCluster())); ok {
+		if n, ok := normalize(im, viewSlices, c.cfg.localFor(im, c.localCluster())); ok {
 			if prev != nil && prev.inputs().equal(n) {
 				if prev.rec != im {
-					// Same answers from a newer record, or from another
+					// Same answers from a newer import, or from another
 					// version of the same data: no serial change.
 					next = &Service{}
 					*next = *prev
@@ -92,12 +92,12 @@ func (c *Controller) answers(namespace string) bool {
 	return len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, namespace)
 }
 
-// choose picks the record a service is answered from (chooseRecord, in
+// choose picks the import a service is answered from (chooseImport, in
 // choose.go, says how) and reports a loss of its data once per write, not on
 // every rebuild of the service.
 func (c *Controller) choose(k string, prev *Service) *Import {
-	var buf [4]viewRecord // two shapes, each with a view in place and one starting
-	views := c.viewRecords(k, buf[:0])
+	var buf [4]viewImport // two shapes, each with a view in place and one starting
+	views := c.viewImports(k, buf[:0])
 	switch verdict, at := judgeLoss(views, prev); {
 	case verdict == lost && c.lossReported[k] != at:
 		c.lossReported[k] = at
@@ -106,14 +106,14 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	case verdict == notLost:
 		delete(c.lossReported, k)
 	}
-	return chooseRecord(views, prev)
+	return chooseImport(views, prev)
 }
 
-// viewRecords appends to out what every view holds of the service k: the
+// viewImports appends to out what every view holds of the service k: the
 // answering views first, in shape order, then those starting.
-func (c *Controller) viewRecords(k string, out []viewRecord) []viewRecord {
-	held := func(v *view, role viewRole) viewRecord {
-		return viewRecord{version: v.version, role: role, record: v.records.get(k)}
+func (c *Controller) viewImports(k string, out []viewImport) []viewImport {
+	held := func(v *view, role viewRole) viewImport {
+		return viewImport{version: v.version, role: role, im: v.imports.get(k)}
 	}
 	c.viewsMu.RLock()
 	defer c.viewsMu.RUnlock()

@@ -32,7 +32,7 @@ type reportedWrites struct {
 
 func newReportedWrites() *reportedWrites { return &reportedWrites{at: map[string]string{}} }
 
-// note records a write of the object key at resourceVersion rv, and says
+// note imports a write of the object key at resourceVersion rv, and says
 // whether its problems are still to be reported: not when that write was the
 // last reported (a relist), nor when it is older than that (a view lagging
 // behind the other view of its shape). A write without problems is forgotten,
@@ -87,7 +87,7 @@ func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	switch r := obj.(type) {
 	case *Import:
 		meta, problems = &r.Meta, r.Problems()
-		k = key(meta.Namespace, meta.Name) // a view's records: "<name>.<namespace>"
+		k = key(meta.Namespace, meta.Name) // a view's imports: "<name>.<namespace>"
 	case *Slice:
 		meta, problems = &r.Meta, r.Problems
 		k = meta.objectKey() // the informer's, which forgetDeleted gets from a tombstone

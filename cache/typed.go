@@ -27,7 +27,7 @@ import (
 //
 // Unlike a generated clientset, each object decodes on its own: one that
 // does not fit its version's type (a field of another JSON type, which only
-// a CRD of another schema lets through) becomes a record with the
+// a CRD of another schema lets through) becomes a import with the
 // decode_error problem, and the list or watch event that held it still
 // delivers every other object. A generated client would fail the whole list,
 // and the view with it.
@@ -135,7 +135,7 @@ type typedVersion struct {
 	codecs runtime.NegotiatedSerializer
 	// example is an object of the type the version's watch delivers.
 	example runtime.Object
-	// read makes the record of obj, a decoded object of the version; false
+	// read makes the import of obj, a decoded object of the version; false
 	// when obj is of another type.
 	read func(obj any) (*Import, bool)
 }
@@ -206,7 +206,7 @@ func (tv *typedVersion) decode(data []byte) (runtime.Object, error) {
 	return obj, err
 }
 
-// readJSON makes the record of the JSON of one ServiceImport of version.
+// readJSON makes the import of the JSON of one ServiceImport of version.
 func readJSON(version string, data []byte) (*Import, error) {
 	tv := typedVersions[version]
 	if tv == nil {
@@ -290,7 +290,7 @@ func (c restImports) Watch(ctx context.Context, version string, o metav1.ListOpt
 	return req.Watch(ctx)
 }
 
-// newImport starts the record of an object read through version.
+// newImport starts the import of an object read through version.
 func newImport(m metav1.Object, version string) *Import {
-	return newRecord(Meta{Namespace: intern(m.GetNamespace()), Name: m.GetName(), ResourceVersion: m.GetResourceVersion()}, version)
+	return blankImport(Meta{Namespace: intern(m.GetNamespace()), Name: m.GetName(), ResourceVersion: m.GetResourceVersion()}, version)
 }

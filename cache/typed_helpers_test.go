@@ -63,7 +63,7 @@ func decodeJSON(version string, obj any) (runtime.Object, error) {
 	return typedVersions[version].decode(data)
 }
 
-// readUnstructured makes the record of u read through version, by way of
+// readUnstructured makes the import of u read through version, by way of
 // its JSON, as the API server would send it in that version.
 func readUnstructured(u *unstructured.Unstructured, version string) *Import {
 	u = u.DeepCopy()

@@ -205,14 +205,14 @@ func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
 		Config{Zones: []string{"clusterset.local."}, TTL: 5})
 	old, next := c.newView(c.shapes[1], V1alpha1), c.newView(c.shapes[1], V1beta1)
 	im := func(version, rv, ip string) *Import {
-		im := newRecord(Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, version)
+		im := blankImport(Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}, version)
 		im.HasData, im.IPs = true, []netip.Addr{netip.MustParseAddr(ip)}
 		return im
 	}
-	if err := old.records.Add(im(V1alpha1, "6", "10.0.0.6")); err != nil {
+	if err := old.imports.Add(im(V1alpha1, "6", "10.0.0.6")); err != nil {
 		t.Fatal(err)
 	}
-	if err := next.records.Add(im(V1beta1, "5", "10.0.0.5")); err != nil {
+	if err := next.imports.Add(im(V1beta1, "5", "10.0.0.5")); err != nil {
 		t.Fatal(err)
 	}
 	c.views = []*view{old}
@@ -222,7 +222,7 @@ func TestControllerKeepsNewerAnswerAcrossViews(t *testing.T) {
 	if s := c.Lookup("web.demo"); s == nil || fmt.Sprint(s.IPs()) != "[10.0.0.6]" {
 		t.Fatalf("answer %v, want the newer 10.0.0.6", s)
 	}
-	if err := next.records.Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
+	if err := next.imports.Update(im(V1beta1, "7", "10.0.0.7")); err != nil {
 		t.Fatal(err)
 	}
 	c.sync("web.demo")

@@ -26,17 +26,17 @@ type shape struct {
 }
 
 // view is one API version's watch on ServiceImports: a reflector that
-// writes into the view's records.
+// writes into the view's imports.
 type view struct {
 	version   string
-	records   *recordStore
+	imports   *importStore
 	reflector *toolscache.Reflector
 	stop      context.CancelFunc
 	done      chan struct{}
 }
 
 // synced reports whether the view's first list is stored.
-func (v *view) synced() bool { return v.records.synced.Load() }
+func (v *view) synced() bool { return v.imports.synced.Load() }
 
 func (c *Controller) newView(sh *shape, version string) *view {
 	tv := typedVersions[version]
@@ -51,7 +51,7 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			return c.siClient.Watch(ctx, version, o)
 		},
 	}), c.siClient)
-	records := newRecordStore(tv.read,
+	imports := newImportStore(tv.read,
 		func(k string, old, cur *Import) {
 			if cur == nil {
 				sh.reported.forget(k)
@@ -63,8 +63,8 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			}
 			c.enqueue(k)
 		})
-	r := toolscache.NewReflectorWithOptions(lw, tv.example, records, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
-	return &view{version: version, records: records, reflector: r}
+	r := toolscache.NewReflectorWithOptions(lw, tv.example, imports, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
+	return &view{version: version, imports: imports, reflector: r}
 }
 
 // reconcile starts and stops views to match the versions served, one view per
@@ -119,7 +119,7 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			// Forget the reports of objects the new view does not hold:
 			// deleted while it started, and the old view stopped before
 			// it delivered the delete.
-			sh.reported.keepOnly(func(k string) bool { return v.records.get(k) != nil })
+			sh.reported.keepOnly(func(k string) bool { return v.imports.get(k) != nil })
 		}
 		if sh.active == nil && sh.starting == nil {
 			sh.reported.keepOnly(nil) // the shape is not read: nothing of it to remember

@@ -39,13 +39,13 @@ const (
 // metrics are listed.
 var Versions = []string{V1alpha2, V1beta1, V1alpha1}
 
-// Import is the slim record kept for one view (one API version) of a
+// Import is the slim copy kept for one view (one API version) of a
 // ServiceImport. A view that the API server pruned to nothing has HasData false.
 // A hundred thousand of them are held, so its fields are packed: 112 bytes.
 type Import struct {
 	Meta
 	IPs      []netip.Addr // at most one per family, in the object's order
-	Ports    []Port       // named, valid, without duplicates; shared by records with the same list
+	Ports    []Port       // named, valid, without duplicates; shared by imports with the same list
 	problems *[]string    // what was dropped from the object, for logs and metrics; nil, mostly
 	version  uint8        // 1 + the version's index in Versions; 0 for none
 	HasData  bool
@@ -56,14 +56,14 @@ type Import struct {
 	PreferClose bool
 }
 
-// newRecord makes the record of an object read through version.
-func newRecord(meta Meta, version string) *Import {
+// blankImport makes the import of an object read through version.
+func blankImport(meta Meta, version string) *Import {
 	im := &Import{Meta: meta}
 	im.setVersion(version)
 	return im
 }
 
-// Version is the API version the record was read through.
+// Version is the API version the import was read through.
 func (im *Import) Version() string {
 	if im.version == 0 || int(im.version) > len(Versions) {
 		return ""
@@ -71,7 +71,7 @@ func (im *Import) Version() string {
 	return Versions[im.version-1]
 }
 
-// setVersion records that im was read through version, one of Versions.
+// setVersion imports that im was read through version, one of Versions.
 func (im *Import) setVersion(version string) {
 	for i, v := range Versions {
 		if v == version {
@@ -103,10 +103,10 @@ type Port struct {
 }
 
 // Sub is the port's name relative to its service, "_<name>._<proto>", the
-// owner of its SRV records.
+// owner of its SRV imports.
 func (p Port) Sub() string { return "_" + p.Name + "._" + p.Proto }
 
-// Slice is the slim record of one multi-cluster EndpointSlice.
+// Slice is the slim copy of one multi-cluster EndpointSlice.
 type Slice struct {
 	Meta
 	Service   string
@@ -122,8 +122,8 @@ type Endpoint struct {
 	Addrs []netip.Addr
 }
 
-// Meta is the metadata a slim record keeps: a full metav1.ObjectMeta is over
-// 200 bytes, most of a ClusterSetIP import's record.
+// Meta is the metadata a slim copy keeps: a full metav1.ObjectMeta is over
+// 200 bytes, most of a ClusterSetIP import's import.
 type Meta struct {
 	Namespace       string
 	Name            string
@@ -131,7 +131,7 @@ type Meta struct {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, through which informer
-// stores find a record's key. It is called when a record is stored, never
+// stores find a import's key. It is called when a import is stored, never
 // when a query is answered.
 func (m *Meta) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion}
@@ -145,8 +145,8 @@ func (m *Meta) objectKey() string { return m.Namespace + "/" + m.Name }
 // substring of a query name, so lookups need no allocation.
 func key(namespace, name string) string { return name + "." + namespace }
 
-// The slim records live in informer stores, which key them by their metadata.
-// They are never modified once made, so a deep copy is the record itself.
+// The slim copies live in informer stores, which key them by their metadata.
+// They are never modified once made, so a deep copy is the import itself.
 
 // GetObjectKind implements runtime.Object.
 func (*Import) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

@@ -11,9 +11,9 @@ import (
 
 // A view's store tells the controller of each change, and a relist of only
 // what changed: new, updated (another resourceVersion) or gone.
-func TestRecordStoreTellsChanges(t *testing.T) {
+func TestImportStoreTellsChanges(t *testing.T) {
 	var told []string
-	s := newRecordStore(func(obj any) (*Import, bool) {
+	s := newImportStore(func(obj any) (*Import, bool) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			return readUnstructured(u, V1alpha2), true
 		}
@@ -73,9 +73,9 @@ func TestRecordStoreTellsChanges(t *testing.T) {
 	}
 }
 
-// A hundred thousand records and services are held: their size is the
+// A hundred thousand imports and services are held: their size is the
 // memory target's (issue 15) first term, so a field that grows them shows here.
-func TestRecordSizes(t *testing.T) {
+func TestSlimSizes(t *testing.T) {
 	if got := unsafe.Sizeof(Import{}); got != 112 {
 		t.Errorf("an Import takes %d bytes, want 112", got)
 	}

@@ -8,23 +8,23 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// recordStore is a view's store: the reflector of the view's watch writes
-// into it, and it keeps the record of each ServiceImport, keyed as the index
+// importStore is a view's store: the reflector of the view's watch writes
+// into it, and it keeps the import of each ServiceImport, keyed as the index
 // is ("<name>.<namespace>"), and tells the controller of every change.
 //
 // It stands where a SharedIndexInformer would, whose store, DeltaFIFO and
 // handler queue pass each event between three goroutines and whose store
-// keeps a key of its own per object; here one map holds the records, its
+// keeps a key of its own per object; here one map holds the imports, its
 // keys are the index's, and the change reaches the controller on the
 // reflector's goroutine, in the order of the watch. A relist tells only of
-// what changed: a record whose resourceVersion is the one held is not news.
+// what changed: a import whose resourceVersion is the one held is not news.
 //
 // It implements client-go's Store, and TransformingStore so that a streaming
-// list (WatchList) keeps records, not whole objects, until it is complete.
-type recordStore struct {
-	read func(obj any) (*Import, bool) // the record of an object of the view's type
+// list (WatchList) keeps imports, not whole objects, until it is complete.
+type importStore struct {
+	read func(obj any) (*Import, bool) // the import of an object of the view's type
 	// changed is called after each change, outside the lock: cur is nil when
-	// the record was deleted, old when it is new.
+	// the import was deleted, old when it is new.
 	changed func(k string, old, cur *Import)
 
 	mu     sync.RWMutex
@@ -32,15 +32,15 @@ type recordStore struct {
 	synced atomic.Bool // the first list is stored, and its changes told
 }
 
-func newRecordStore(read func(obj any) (*Import, bool), changed func(k string, old, cur *Import)) *recordStore {
-	return &recordStore{read: read, changed: changed, m: map[string]*Import{}}
+func newImportStore(read func(obj any) (*Import, bool), changed func(k string, old, cur *Import)) *importStore {
+	return &importStore{read: read, changed: changed, m: map[string]*Import{}}
 }
 
-var _ toolscache.TransformingStore = (*recordStore)(nil)
+var _ toolscache.TransformingStore = (*importStore)(nil)
 
-// record is the record of obj: an object from a watch or a list, or a record
+// import is the import of obj: an object from a watch or a list, or a import
 // the streaming list has already made.
-func (s *recordStore) record(obj any) (*Import, error) {
+func (s *importStore) slim(obj any) (*Import, error) {
 	if im, ok := obj.(*Import); ok {
 		return im, nil
 	}
@@ -50,16 +50,16 @@ func (s *recordStore) record(obj any) (*Import, error) {
 	return nil, fmt.Errorf("a ServiceImport store cannot hold a %T", obj)
 }
 
-// Transformer makes records of the objects of a streaming list.
-func (s *recordStore) Transformer() toolscache.TransformFunc {
-	return func(obj any) (any, error) { return s.record(obj) }
+// Transformer makes imports of the objects of a streaming list.
+func (s *importStore) Transformer() toolscache.TransformFunc {
+	return func(obj any) (any, error) { return s.slim(obj) }
 }
 
-func (s *recordStore) Add(obj any) error    { return s.put(obj) }
-func (s *recordStore) Update(obj any) error { return s.put(obj) }
+func (s *importStore) Add(obj any) error    { return s.put(obj) }
+func (s *importStore) Update(obj any) error { return s.put(obj) }
 
-func (s *recordStore) put(obj any) error {
-	im, err := s.record(obj)
+func (s *importStore) put(obj any) error {
+	im, err := s.slim(obj)
 	if err != nil {
 		return err
 	}
@@ -72,8 +72,8 @@ func (s *recordStore) put(obj any) error {
 	return nil
 }
 
-func (s *recordStore) Delete(obj any) error {
-	im, err := s.record(tombstone(obj))
+func (s *importStore) Delete(obj any) error {
+	im, err := s.slim(tombstone(obj))
 	if err != nil {
 		return err
 	}
@@ -89,11 +89,11 @@ func (s *recordStore) Delete(obj any) error {
 }
 
 // Replace puts list in place of what is held, after a list or relist, and
-// tells of the records that are new, changed or gone.
-func (s *recordStore) Replace(list []any, _ string) error {
+// tells of the imports that are new, changed or gone.
+func (s *importStore) Replace(list []any, _ string) error {
 	next := make(map[string]*Import, len(list))
 	for _, obj := range list {
-		im, err := s.record(obj)
+		im, err := s.slim(obj)
 		if err != nil {
 			return err
 		}
@@ -117,17 +117,17 @@ func (s *recordStore) Replace(list []any, _ string) error {
 	return nil
 }
 
-func (s *recordStore) Resync() error { return nil }
+func (s *importStore) Resync() error { return nil }
 
-// get returns the record of the service k ("<name>.<namespace>"), or nil.
-func (s *recordStore) get(k string) *Import {
+// get returns the import of the service k ("<name>.<namespace>"), or nil.
+func (s *importStore) get(k string) *Import {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.m[k]
 }
 
-// keys returns the keys of every record, the strings the map holds.
-func (s *recordStore) keys() []string {
+// keys returns the keys of every import, the strings the map holds.
+func (s *importStore) keys() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]string, 0, len(s.m))
@@ -139,7 +139,7 @@ func (s *recordStore) keys() []string {
 
 // List, ListKeys, Get and GetByKey complete client-go's Store.
 
-func (s *recordStore) List() []any {
+func (s *importStore) List() []any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]any, 0, len(s.m))
@@ -149,17 +149,17 @@ func (s *recordStore) List() []any {
 	return out
 }
 
-func (s *recordStore) ListKeys() []string { return s.keys() }
+func (s *importStore) ListKeys() []string { return s.keys() }
 
-func (s *recordStore) Get(obj any) (any, bool, error) {
-	im, err := s.record(obj)
+func (s *importStore) Get(obj any) (any, bool, error) {
+	im, err := s.slim(obj)
 	if err != nil {
 		return nil, false, err
 	}
 	return s.GetByKey(key(im.Namespace, im.Name))
 }
 
-func (s *recordStore) GetByKey(k string) (any, bool, error) {
+func (s *importStore) GetByKey(k string) (any, bool, error) {
 	if im := s.get(k); im != nil {
 		return im, true, nil
 	}
