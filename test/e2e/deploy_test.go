@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -458,15 +459,32 @@ func TestDeployServiceImportSchema(t *testing.T) {
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
 	ctx, cancel := harness.Context(2 * time.Minute)
 	defer cancel()
-	version := func(e *harness.Env, v string) dynamic.ResourceInterface {
+	s := schemaVersions(env, ns)
+	s.checkSpecShape(ctx, t)
+	s.checkRefusals(ctx, t)
+	s.checkRootOnSpecStorage(ctx, t)
+	// With v1alpha2 the storage version, the same object reads back whole
+	// (the third port's protocol defaulted).
+	t.Run("v1alpha2 storage", func(t *testing.T) { checkV1alpha2Storage(ctx, t, ns) })
+}
+
+// schemaVersion is a namespace's ServiceImports in each version.
+type schemaVersion struct {
+	ns                          string
+	v1alpha2, v1beta1, v1alpha1 dynamic.ResourceInterface
+}
+
+func schemaVersions(e *harness.Env, ns string) schemaVersion {
+	version := func(v string) dynamic.ResourceInterface {
 		return e.Dynamic.Resource(cache.ServiceImports(v)).Namespace(ns)
 	}
-	v1alpha2, v1beta1, v1alpha1 := version(env, "v1alpha2"), version(env, "v1beta1"), version(env, "v1alpha1")
+	return schemaVersion{ns: ns, v1alpha2: version("v1alpha2"), v1beta1: version("v1beta1"), v1alpha1: version("v1alpha1")}
+}
 
-	// The spec shape, every field of mcs-api v0.5.2's schema, as MCS
-	// controllers write it: through v1beta1, the storage version.
-	spec := func() *unstructured.Unstructured {
-		return decode(t, `
+// specShapeImport is the spec shape, every field of mcs-api v0.5.2's schema,
+// as MCS controllers write it: through v1beta1, the storage version.
+func specShapeImport(t *testing.T, ns string) *unstructured.Unstructured {
+	return decode(t, `
 apiVersion: multicluster.x-k8s.io/v1beta1
 kind: ServiceImport
 metadata: {name: spec-shape, namespace: `+ns+`}
@@ -485,7 +503,40 @@ status:
   clusters:
   - cluster: west
 `)
-	}
+}
+
+// long253 is a cluster name of the longest length a subdomain may have.
+var long253 = strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
+
+// rootShapeImport is a good v1alpha2 ServiceImport of the proposed shape.
+func rootShapeImport(t *testing.T, ns string) *unstructured.Unstructured {
+	return decode(t, `
+apiVersion: multicluster.x-k8s.io/v1alpha2
+kind: ServiceImport
+metadata: {name: good, namespace: `+ns+`}
+spec: {}
+type: ClusterSetIP
+ips: [10.42.7.1, "fd00:42::7:1"]
+ports:
+- {name: http, protocol: TCP, appProtocol: http, port: 80, targetPort: 8080}
+- {name: dns, protocol: UDP, port: 53, targetPort: dns}
+- {port: 9000}
+sessionAffinity: ClientIP
+sessionAffinityConfig: {clientIP: {timeoutSeconds: 300}}
+clusters:
+- cluster: west
+- cluster: east.prod
+- cluster: `+long253+`
+`)
+}
+
+var rootFields = []string{"spec", "type", "ips", "ports", "sessionAffinity", "sessionAffinityConfig", "clusters"}
+
+// checkSpecShape writes the spec shape through v1beta1 and reads it through
+// every version.
+func (s schemaVersion) checkSpecShape(ctx context.Context, t *testing.T) {
+	v1alpha2, v1beta1, v1alpha1 := s.v1alpha2, s.v1beta1, s.v1alpha1
+	spec := func() *unstructured.Unstructured { return specShapeImport(t, s.ns) }
 	if _, err := v1beta1.Create(ctx, spec(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
 		t.Fatalf("a v1beta1 ServiceImport: %v", err)
 	}
@@ -529,29 +580,13 @@ status:
 		}
 	}
 
-	long253 := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
-	good := func() *unstructured.Unstructured {
-		return decode(t, `
-apiVersion: multicluster.x-k8s.io/v1alpha2
-kind: ServiceImport
-metadata: {name: good, namespace: `+ns+`}
-spec: {}
-type: ClusterSetIP
-ips: [10.42.7.1, "fd00:42::7:1"]
-ports:
-- {name: http, protocol: TCP, appProtocol: http, port: 80, targetPort: 8080}
-- {name: dns, protocol: UDP, port: 53, targetPort: dns}
-- {port: 9000}
-sessionAffinity: ClientIP
-sessionAffinityConfig: {clientIP: {timeoutSeconds: 300}}
-clusters:
-- cluster: west
-- cluster: east.prod
-- cluster: `+long253+`
-`)
-	}
-	rootFields := []string{"spec", "type", "ips", "ports", "sessionAffinity", "sessionAffinityConfig", "clusters"}
+}
 
+// checkRefusals: a v1alpha2 object is refused for each field that breaks its
+// schema.
+func (s schemaVersion) checkRefusals(ctx context.Context, t *testing.T) {
+	v1alpha2 := s.v1alpha2
+	good := func() *unstructured.Unstructured { return rootShapeImport(t, s.ns) }
 	// Refused, each for its own reason: the field named in the error. The API
 	// server validates a request against the schema of the version it is
 	// made in, storage version or not.
@@ -602,6 +637,13 @@ clusters:
 		})
 	}
 
+}
+
+// checkRootOnSpecStorage: on the spec-shape storage version, the root
+// fields of a v1alpha2 object are pruned.
+func (s schemaVersion) checkRootOnSpecStorage(ctx context.Context, t *testing.T) {
+	v1alpha2, v1beta1 := s.v1alpha2, s.v1beta1
+	good := func() *unstructured.Unstructured { return rootShapeImport(t, s.ns) }
 	// A good v1alpha2 object is accepted (validated against v1alpha2's
 	// schema) but stored as v1beta1, whose schema has none of the root
 	// fields: conversion None changes only apiVersion, and pruning against
@@ -632,52 +674,58 @@ clusters:
 		}
 	}
 
-	// With v1alpha2 the storage version, the same object reads back whole
-	// (the third port's protocol defaulted).
-	t.Run("v1alpha2 storage", func(t *testing.T) {
-		senv, err := harness.Start(harness.Options{Repo: env.Repo, CRDDirectoryPaths: []string{filepath.Join(env.Repo, "deploy", "crds-v1alpha2-storage")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := senv.Stop(); err != nil {
-				t.Error(err)
-			}
-		})
-		if len(senv.CRDs) != 1 || crdStorageVersion(senv.CRDs[0]) != "v1alpha2" {
-			t.Fatalf("deploy/crds-v1alpha2-storage installed %d CRDs, want 1 with v1alpha2 the storage version", len(senv.CRDs))
-		}
-		if _, err := senv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"); err != nil {
-			t.Fatal(err)
-		}
-		sv1alpha2, sv1beta1 := version(senv, "v1alpha2"), version(senv, "v1beta1")
-		if _, err := sv1alpha2.Create(ctx, good(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-			t.Fatalf("a v1alpha2 ServiceImport of the proposed shape: %v", err)
-		}
-		back, err := sv1alpha2.Get(ctx, "good", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := good().Object
-		ports, _, _ := unstructured.NestedSlice(want, "ports")
-		ports[2].(map[string]any)["protocol"] = "TCP"
-		_ = unstructured.SetNestedSlice(want, ports, "ports")
-		for _, field := range rootFields {
-			if g, w := mustJSON(back.Object[field]), mustJSON(want[field]); g != w {
-				t.Errorf("v1alpha2 %s read back as %s, want %s", field, g, w)
-			}
-		}
-		// And the other way round: a v1beta1 object there keeps its empty
-		// spec only.
-		if _, err := sv1beta1.Create(ctx, spec(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
-			t.Fatalf("a v1beta1 ServiceImport: %v", err)
-		}
-		if back, err := sv1beta1.Get(ctx, "spec-shape", metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
-		} else if g := mustJSON(besideMeta(back.Object)); g != `{"spec":{}}` {
-			t.Errorf("v1beta1 object on v1alpha2 storage read back as %s, want {\"spec\":{}}", g)
+}
+
+// checkV1alpha2Storage: with v1alpha2 the storage version, a v1alpha2 object
+// reads back whole and a v1beta1 one keeps its empty spec only.
+func checkV1alpha2Storage(ctx context.Context, t *testing.T, ns string) {
+	version := func(e *harness.Env, v string) dynamic.ResourceInterface {
+		return e.Dynamic.Resource(cache.ServiceImports(v)).Namespace(ns)
+	}
+	good := func() *unstructured.Unstructured { return rootShapeImport(t, ns) }
+	spec := func() *unstructured.Unstructured { return specShapeImport(t, ns) }
+	senv, err := harness.Start(harness.Options{Repo: env.Repo, CRDDirectoryPaths: []string{filepath.Join(env.Repo, "deploy", "crds-v1alpha2-storage")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := senv.Stop(); err != nil {
+			t.Error(err)
 		}
 	})
+	if len(senv.CRDs) != 1 || crdStorageVersion(senv.CRDs[0]) != "v1alpha2" {
+		t.Fatalf("deploy/crds-v1alpha2-storage installed %d CRDs, want 1 with v1alpha2 the storage version", len(senv.CRDs))
+	}
+	if _, err := senv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	sv1alpha2, sv1beta1 := version(senv, "v1alpha2"), version(senv, "v1beta1")
+	if _, err := sv1alpha2.Create(ctx, good(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+		t.Fatalf("a v1alpha2 ServiceImport of the proposed shape: %v", err)
+	}
+	back, err := sv1alpha2.Get(ctx, "good", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := good().Object
+	ports, _, _ := unstructured.NestedSlice(want, "ports")
+	ports[2].(map[string]any)["protocol"] = "TCP"
+	_ = unstructured.SetNestedSlice(want, ports, "ports")
+	for _, field := range rootFields {
+		if g, w := mustJSON(back.Object[field]), mustJSON(want[field]); g != w {
+			t.Errorf("v1alpha2 %s read back as %s, want %s", field, g, w)
+		}
+	}
+	// And the other way round: a v1beta1 object there keeps its empty
+	// spec only.
+	if _, err := sv1beta1.Create(ctx, spec(), metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+		t.Fatalf("a v1beta1 ServiceImport: %v", err)
+	}
+	if back, err := sv1beta1.Get(ctx, "spec-shape", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if g := mustJSON(besideMeta(back.Object)); g != `{"spec":{}}` {
+		t.Errorf("v1beta1 object on v1alpha2 storage read back as %s, want {\"spec\":{}}", g)
+	}
 }
 
 // besideMeta is an object's fields but apiVersion, kind and metadata.
