@@ -138,6 +138,26 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		hurry:      hurryDiscovery,
 	}
 	c.serial.Store(uint32(time.Now().Unix()))
+	c.permissions()
+	if cfg.ClusterID == "" {
+		c.cluster = c.newClusterWatch()
+	}
+	spec := &shape{name: "spec", versions: []string{V1beta1}, reported: newReportedWrites()}
+	if cfg.Fallback {
+		spec.versions = append(spec.versions, V1alpha1)
+	}
+	root := &shape{name: "root", versions: []string{V1alpha2}, reported: newReportedWrites()}
+	c.shapes = []*shape{root, spec}
+	c.served = discoveryServed(kube.Discovery())
+	c.crd = c.newCRDWatch()
+
+	c.slices = c.newSliceInformer(kube)
+	return c
+}
+
+// permissions sets up how refusals are told: of the ServiceImport and
+// EndpointSlice watches, of the CRD's, and of the ClusterProperty's.
+func (c *Controller) permissions() {
 	c.access = &permission{retry: 5 * time.Second,
 		denied: func(err error) {
 			c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
@@ -166,20 +186,13 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		// missing: only one that outlasts theirs is reported.
 		starting: func() bool { return !c.access.refusals.granted.Load() },
 	}
-	if cfg.ClusterID == "" {
-		c.cluster = c.newClusterWatch()
-	}
-	spec := &shape{name: "spec", versions: []string{V1beta1}, reported: newReportedWrites()}
-	if cfg.Fallback {
-		spec.versions = append(spec.versions, V1alpha1)
-	}
-	root := &shape{name: "root", versions: []string{V1alpha2}, reported: newReportedWrites()}
-	c.shapes = []*shape{root, spec}
-	c.served = discoveryServed(kube.Discovery())
-	c.crd = c.newCRDWatch()
+}
 
+// newSliceInformer is the informer of the multi-cluster EndpointSlices,
+// which keeps their slim copies, indexed by service.
+func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.SharedIndexInformer {
 	sel := LabelServiceName // only multi-cluster slices are listed at all
-	c.slices = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("EndpointSlices", c.access, &toolscache.ListWatch{
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("EndpointSlices", c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
@@ -195,14 +208,14 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		}
 		return []string{key(s.Namespace, s.Service)}, nil
 	}})
-	_ = c.slices.SetTransform(func(obj any) (any, error) {
+	_ = inf.SetTransform(func(obj any) (any, error) {
 		es, ok := obj.(*discoveryv1.EndpointSlice)
 		if !ok {
 			return obj, nil
 		}
 		return sliceFrom(es), nil
 	})
-	_, _ = c.slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, KindEndpointSlice, obj); c.enqueueSlice(obj) },
 		UpdateFunc: func(old, obj any) {
 			c.reportWrite(c.sliceReports, KindEndpointSlice, obj)
@@ -211,7 +224,7 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		},
 		DeleteFunc: func(obj any) { forgetDeleted(c.sliceReports, obj); c.enqueueSlice(obj) },
 	})
-	return c
+	return inf
 }
 
 func tombstone(obj any) any {
