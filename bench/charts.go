@@ -26,8 +26,8 @@ var serverColor = map[string]color.Color{
 func (r *report) charts(dir string) ([]string, error) {
 	var written []string
 	save := func(p *plot.Plot, name string, w vg.Length) error {
-		if err := p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("chart %s: %w", name, err)
+		if err := saveChart(p, dir, name, w); err != nil {
+			return err
 		}
 		written = append(written, name)
 		return nil
@@ -101,11 +101,7 @@ func (r *report) qpsChart() (*plot.Plot, error) {
 // footprintChart is a line per server family (stock, ours) of value against
 // the number of imports, from the footprints that measured it.
 func (r *report) footprintChart(title, unit string, value func(footprint) float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "ServiceImports"
-	p.Y.Label.Text = unit
-	p.Y.Min = 0
+	var lines []series
 	for _, family := range []string{"stock", "ours"} {
 		var pts plotter.XYs
 		for _, f := range r.footprints {
@@ -113,19 +109,51 @@ func (r *report) footprintChart(title, unit string, value func(footprint) float6
 				pts = append(pts, plotter.XY{X: float64(f.Imports), Y: value(f)})
 			}
 		}
-		if len(pts) == 0 {
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		lines = append(lines, series{family, serverColor[family], pts})
+	}
+	return lineChart(title, "ServiceImports", unit, lines)
+}
+
+// series is one line of a lineChart.
+type series struct {
+	name  string
+	color color.Color
+	pts   plotter.XYs
+}
+
+// lineChart is a line with points per series of y (in unit) against x, from
+// 0 up; series without points are left out, and those without a name from
+// the legend.
+func lineChart(title, x, unit string, lines []series) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = unit
+	p.Y.Min = 0
+	for _, s := range lines {
+		if len(s.pts) == 0 {
 			continue
 		}
-		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
-		line, points, err := plotter.NewLinePoints(pts)
+		line, points, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
 			return nil, err
 		}
-		line.Color, points.Color = serverColor[family], serverColor[family]
+		line.Color, points.Color = s.color, s.color
 		p.Add(line, points)
-		p.Legend.Add(family, line, points)
+		if s.name != "" {
+			p.Legend.Add(s.name, line, points)
+		}
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// saveChart writes p into dir as the SVG name, w wide.
+func saveChart(p *plot.Plot, dir, name string, w vg.Length) error {
+	if err := p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("chart %s: %w", name, err)
+	}
+	return nil
 }

@@ -5,7 +5,22 @@
 // it also measures memory and time to ready at larger numbers of imports,
 // and how fast a change written to the API server shows in DNS answers.
 //
-// Run it through hack/bench.sh, which builds the binaries it needs.
+// Run it through hack/bench.sh, which builds the binaries it needs;
+// docs/benchmarks.md explains the method and shows a run. It is a module of
+// its own (go.mod says why); stock/ is the nested module that pins stock
+// CoreDNS v1.15.0, which hack/stock.sh builds.
+//
+// Files: main.go (the flags and the run: QPS rounds, then -scale or -soak),
+// server.go (one CoreDNS process, pinned, run by the e2e harness, with its
+// Corefile, and its metrics read with expfmt), fixture.go (the objects
+// written to both control planes), check.go (a dig per mix and server
+// before measuring), dnsperf.go (the query files and dnsperf's runs,
+// parsed), proc.go (process memory and CPU time, through
+// prometheus/procfs), scale.go (-scale: memory, time to ready
+// and propagation of a write to the answers), replicas.go (replicas started
+// together against one API server), soak.go (-soak: the long churn and the
+// check of every answer at its end), report.go (the tables, as Markdown) and
+// charts.go (the SVG charts, with gonum/plot).
 package main
 
 import (
@@ -54,6 +69,10 @@ type config struct {
 	stockStorage         string
 	quiet                float64
 	quietWait            time.Duration
+	soak                 int // writes of -soak, 0: off
+	soakServices         int
+	soakWriters          int
+	soakEvery            int
 }
 
 func main() {
@@ -87,6 +106,10 @@ func main() {
 	flag.DurationVar(&c.quietWait, "quiet-wait", 5*time.Second, "... but no longer than this")
 	flag.BoolVar(&withPprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
 	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
+	flag.IntVar(&c.soak, "soak", 0, "run the long churn alone instead: this many ServiceImport and EndpointSlice writes against one replica of ours, sampling its memory, goroutines and descriptors, then checking every answer (0: off)")
+	flag.IntVar(&c.soakServices, "soak-services", 3000, "services of -soak's working set (a multiple of 10), with two EndpointSlices each")
+	flag.IntVar(&c.soakWriters, "soak-writers", 16, "concurrent writers of -soak")
+	flag.IntVar(&c.soakEvery, "soak-every", 100000, "-soak samples after every this many writes")
 	flag.StringVar(&c.markdown, "markdown", "", "also write the results as Markdown to this file (default <out>/results.md)")
 	flag.StringVar(&c.charts, "charts", "", "write the charts (SVG) into this directory; the Markdown embeds them (default <out>)")
 	flag.Parse()
@@ -177,6 +200,9 @@ func run(c config) error {
 	c.charts = chartsDir
 	if err := os.MkdirAll(c.charts, 0o755); err != nil {
 		return err
+	}
+	if c.soak > 0 {
+		return runSoak(ctx, c)
 	}
 	rep := &report{cfg: c, started: time.Now()}
 	rep.machine()

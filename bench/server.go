@@ -124,28 +124,38 @@ func (s *server) profile(d time.Duration, path string) error {
 // (runtime.MemStats), in bytes: HeapInuse (spans of the heap in use: live
 // objects and garbage not yet swept), HeapSys (heap memory obtained from the
 // OS, some of it maybe returned) and Alloc (bytes of allocated heap objects).
-// Unlike VmRSS they do not depend on the page cache.
-type goMem struct{ HeapInuse, HeapSys, Alloc, Live int64 }
+// Unlike VmRSS they do not depend on the page cache. Goroutines and FDs are
+// go_goroutines and process_open_fds.
+type goMem struct{ HeapInuse, HeapSys, Alloc, Live, Goroutines, FDs int64 }
 
-// LiveHeap has the server collect its garbage (through the pprof plugin's
-// heap profile with gc=1) and returns its allocated heap afterwards: the
-// bytes its live objects take, whatever garbage the last start-up left.
+// LiveHeap has the server collect its garbage and returns its allocated heap
+// afterwards: the bytes its live objects take, whatever garbage the last
+// start-up left.
 func (s *server) LiveHeap() (int64, error) {
+	if err := s.collectGarbage(); err != nil {
+		return 0, err
+	}
+	m, err := s.GoMemory()
+	return m.Alloc, err
+}
+
+// collectGarbage has the server run runtime.GC, through the pprof plugin's
+// heap profile with gc=1.
+func (s *server) collectGarbage() error {
 	if s.heapURL == "" {
-		return 0, fmt.Errorf("%s has no pprof endpoint", s.Name)
+		return fmt.Errorf("%s has no pprof endpoint", s.Name)
 	}
 	cl := &http.Client{Timeout: 60 * time.Second}
 	resp, err := cl.Get(s.heapURL)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", s.heapURL, resp.Status)
+		return fmt.Errorf("%s: %s", s.heapURL, resp.Status)
 	}
-	m, err := s.GoMemory()
-	return m.Alloc, err
+	return nil
 }
 
 // GoMemory scrapes the server's prometheus endpoint for its Go heap.
@@ -172,6 +182,8 @@ func (s *server) GoMemory() (goMem, error) {
 		"go_memstats_heap_inuse_bytes": &m.HeapInuse,
 		"go_memstats_heap_sys_bytes":   &m.HeapSys,
 		"go_memstats_alloc_bytes":      &m.Alloc,
+		"go_goroutines":                &m.Goroutines,
+		"process_open_fds":             &m.FDs,
 	} {
 		f := families[name]
 		if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {

@@ -1,0 +1,565 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+)
+
+// The long churn (-soak): one replica of ours on a control plane of its own,
+// while writers create, change and delete the ServiceImports and
+// EndpointSlices of a bounded working set. After every -soak-every writes
+// the writers pause, the server collects its garbage and its memory,
+// goroutines and descriptors are read; at the end every service's A answer
+// is compared with what the API server holds.
+
+// soakSample is the server after a forced GC, once Updates writes were made.
+type soakSample struct {
+	Updates int
+	Elapsed time.Duration // from the first write, pauses included
+	Rate    float64       // writes per second since the sample before
+	Values  [6]float64    // soakFigures
+}
+
+// soakFigures name the figures of a sample, which must not grow: VmRSS and
+// RssAnon from /proc/PID/status, go_memstats_heap_inuse_bytes and
+// go_memstats_alloc_bytes (after the GC: the live heap) in MiB, then
+// go_goroutines and process_open_fds.
+var soakFigures = []string{"VmRSS (MiB)", "RssAnon (MiB)", "Go heap in use (MiB)", "Go live heap (MiB)", "goroutines", "open fds"}
+
+var soakColors = []color.Color{color.RGBA{0x1b, 0x9e, 0x77, 0xff}, color.RGBA{0xd9, 0x5f, 0x02, 0xff}, color.RGBA{0x75, 0x70, 0xb3, 0xff},
+	color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xa6, 0x76, 0x1d, 0xff}}
+
+// soakTolerance is how far a figure at the end may be from its value after
+// the first -soak-every writes.
+const soakTolerance = 0.05
+
+func runSoak(ctx context.Context, c config) error {
+	c.soakServices = max(20, c.soakServices/10*10)
+	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
+	crd, err := crdWithStorage(c.repo, "v1alpha2", true)
+	if err != nil {
+		return err
+	}
+	env, err := harness.Start(harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	if env != nil {
+		defer func() { _ = env.Stop() }()
+	}
+	if err != nil {
+		return err
+	}
+	cl, err := newCluster("soak", v1alpha2, env, fixture{namespaces: 10})
+	if err != nil {
+		return err
+	}
+	if err := cl.createNamespaces(ctx); err != nil {
+		return err
+	}
+	ws := make([]*soakWriter, c.soakWriters)
+	for w := range ws {
+		ws[w] = &soakWriter{cl: cl, rng: rand.New(rand.NewPCG(c.seed, uint64(w))), services: c.soakServices,
+			headless: map[int]bool{}, objs: map[int]*discoveryv1.EndpointSlice{}}
+		for i := w; i < 2*c.soakServices; i += c.soakWriters {
+			if i < c.soakServices {
+				ws[w].imports = append(ws[w].imports, i)
+			}
+			ws[w].slices = append(ws[w].slices, i)
+		}
+	}
+	// all has every writer do its share of n.
+	all := func(f func(*soakWriter, context.Context, int) error, n int) error {
+		return parallel(ctx, len(ws), len(ws), func(ctx context.Context, w int) error {
+			return f(ws[w], ctx, n/len(ws)+min(1, max(0, n%len(ws)-w)))
+		})
+	}
+	t0 := time.Now()
+	if err := all((*soakWriter).load, 0); err != nil {
+		return err
+	}
+	logf("soak: %d ServiceImports and %d EndpointSlices created in %.1fs", c.soakServices, 2*c.soakServices, time.Since(t0).Seconds())
+	id, err := env.PluginIdentity(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := startServer("ours-soak", "ours multicluster", c.ours, c.out, c.serverCPU, harness.MulticlusterBlock(id.Kubeconfig), true)
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	samples, err := soakSamples(c, s, func(n int) error { return all((*soakWriter).run, n) })
+	if err != nil {
+		return err
+	}
+	checked, bad, took, err := checkSoak(ctx, cl, s, c.soakServices)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, w := range ws {
+		failed += w.failed
+	}
+	if err := soakReport(c, samples, checked, bad, took, failed); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("soak: %d of %d answers differ from what the API server holds", len(bad), checked)
+	}
+	return nil
+}
+
+// soakSamples samples s, then has write make -soak-every writes and samples
+// again, until -soak writes were made. Each sample is taken -settle after
+// the writes stopped, after a garbage collection: through the pprof plugin's
+// /debug/pprof/heap?gc=1, which runs runtime.GC.
+func soakSamples(c config, s *server, write func(n int) error) ([]soakSample, error) {
+	var samples []soakSample
+	start := time.Now()
+	for done, step, writing := 0, 0, time.Duration(0); ; {
+		time.Sleep(c.settle)
+		sm := soakSample{Updates: done, Elapsed: time.Since(start), Rate: float64(step) / max(writing.Seconds(), 1e-9)}
+		err := s.collectGarbage()
+		g, gerr := s.GoMemory()
+		m, merr := s.Memory()
+		if err := errors.Join(err, gerr, merr); err != nil {
+			return samples, err
+		}
+		sm.Values = [6]float64{float64(m.RSS) / 1024, float64(m.Anon) / 1024, mibOf(g.HeapInuse), mibOf(g.Alloc), float64(g.Goroutines), float64(g.FDs)}
+		samples = append(samples, sm)
+		if len(samples) == 1 {
+			fmt.Println(soakHeader())
+		}
+		fmt.Println(sm.row())
+		if done >= c.soak {
+			return samples, nil
+		}
+		step = min(c.soakEvery, c.soak-done)
+		t := time.Now()
+		if err := write(step); err != nil {
+			return samples, err
+		}
+		writing, done = time.Since(t), done+step
+	}
+}
+
+func soakHeader() string {
+	return "| writes | elapsed | writes/s | " + strings.Join(soakFigures, " | ") + " |\n|---|---|---|---|---|---|---|---|---|"
+}
+
+func (s soakSample) row() string {
+	r := fmt.Sprintf("| %d | %.0fs | %.0f |", s.Updates, s.Elapsed.Seconds(), s.Rate)
+	for _, v := range s.Values {
+		r += fmt.Sprintf(" %.1f |", v)
+	}
+	return r
+}
+
+// soakWriter writes its own share of the working set, so that it knows
+// what every object of its share holds: imports i and EndpointSlices j of
+// i, j ≡ writer (mod writers). Import i is svc-<i> in ns-<i mod 10>;
+// EndpointSlice j is es-<j> in import j mod services' namespace, labelled
+// with that import's name when created, with any import's of the namespace
+// after a move.
+type soakWriter struct {
+	cl       *cluster
+	rng      *rand.Rand
+	services int
+	imports  []int
+	slices   []int
+	headless map[int]bool                       // the imports that exist: whether headless
+	objs     map[int]*discoveryv1.EndpointSlice // EndpointSlices as last written; nil: none
+	failed   int
+}
+
+// load creates every object of the writer's share.
+func (w *soakWriter) load(ctx context.Context, _ int) error {
+	for k, ids := range [][]int{w.imports, w.slices} {
+		for _, i := range ids {
+			for ok := false; !ok; {
+				var err error
+				if ok, err = w.write(ctx, k == 1, i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// run makes n successful writes: three in ten to an import.
+func (w *soakWriter) run(ctx context.Context, n int) error {
+	for n > 0 {
+		slice := w.rng.IntN(10) >= 3
+		ids := w.imports
+		if slice {
+			ids = w.slices
+		}
+		ok, err := w.write(ctx, slice, ids[w.rng.IntN(len(ids))])
+		if err != nil {
+			return err
+		}
+		if ok {
+			n--
+		}
+	}
+	return nil
+}
+
+// write makes one write to EndpointSlice i (slice) or import i: a create if
+// it does not exist, else a delete or a change. A write that fails is not
+// counted (ok false), and the object is deleted, so that the writer knows
+// again what it holds.
+func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err error) {
+	f := w.writeImport
+	if slice {
+		f = w.writeSlice
+	}
+	if err = retryTransient(ctx, func(ctx context.Context) error { return f(ctx, i) }); err == nil || ctx.Err() != nil {
+		return err == nil, err
+	}
+	if w.failed++; w.failed > 1000 {
+		return false, fmt.Errorf("soak: more than 1000 writes of one writer failed, the last: %w", err)
+	}
+	logf("soak: a write failed, deleting the object: %v", err)
+	ns := w.cl.fx.namespace(i % w.services)
+	delete(w.headless, i)
+	delete(w.objs, i)
+	return false, retryTransient(ctx, func(ctx context.Context) error {
+		err := w.cl.dyn.Resource(w.cl.shape.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
+		if slice {
+			err = w.cl.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, fmt.Sprintf("es-%05d", i), metav1.DeleteOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// writeImport creates import i (a third of them headless), or deletes it
+// (one time in four), or merge-patches its ips, its ports or a label.
+func (w *soakWriter) writeImport(ctx context.Context, i int) error {
+	ns, name := w.cl.fx.namespace(i), importName(i)
+	res := w.cl.dyn.Resource(w.cl.shape.gvr()).Namespace(ns)
+	headless, exists := w.headless[i]
+	if !exists {
+		headless = w.rng.IntN(3) == 0
+		typ, ips := "ClusterSetIP", []string{w.addr(96)}
+		if headless {
+			typ, ips = "Headless", nil
+		}
+		u := w.cl.shape.serviceImport(ns, name, typ, ips, 1+w.rng.IntN(3))
+		u.Object["ports"] = importPorts(w.ports())
+		_, err := res.Create(ctx, u, metav1.CreateOptions{})
+		if err == nil {
+			w.headless[i] = headless
+		}
+		return err
+	}
+	if w.rng.IntN(4) == 0 {
+		err := res.Delete(ctx, name, metav1.DeleteOptions{})
+		if err == nil {
+			delete(w.headless, i)
+		}
+		return err
+	}
+	patch := map[string]any{"metadata": map[string]any{"labels": map[string]string{"tier": fmt.Sprint("t", w.rng.IntN(1000))}}}
+	switch k := w.rng.IntN(3); {
+	case k == 0 && !headless:
+		patch = map[string]any{"ips": []string{w.addr(96)}}
+	case k == 1:
+		patch = map[string]any{"ports": importPorts(w.ports())}
+	}
+	body, err := json.Marshal(patch)
+	if err == nil {
+		_, err = res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	}
+	return err
+}
+
+// writeSlice creates EndpointSlice j, or deletes it (one time in five), or
+// updates it with one change: an endpoint added or removed, a ready
+// condition flipped, a hostname set or cleared, new ports, or the slice
+// moved to another service or cluster.
+func (w *soakWriter) writeSlice(ctx context.Context, j int) error {
+	home := j % w.services
+	api := w.cl.kube.DiscoveryV1().EndpointSlices(w.cl.fx.namespace(home))
+	es, err := w.objs[j], error(nil)
+	switch {
+	case es == nil:
+		es = &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("es-%05d", j), Labels: map[string]string{
+				mcsv1beta1.LabelServiceName: importName(home), mcsv1beta1.LabelSourceCluster: clusterID(w.rng.IntN(4)),
+				"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
+			}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: w.ports(),
+		}
+		for range 1 + w.rng.IntN(6) {
+			es.Endpoints = append(es.Endpoints, w.endpoint())
+		}
+		es, err = api.Create(ctx, es, metav1.CreateOptions{})
+	case w.rng.IntN(5) == 0:
+		es, err = nil, api.Delete(ctx, es.Name, metav1.DeleteOptions{})
+	default:
+		es = es.DeepCopy()
+		e, k := es.Endpoints, w.rng.IntN(len(es.Endpoints))
+		switch op := w.rng.IntN(7); {
+		case op == 0 && len(e) < 16, op == 1 && len(e) == 1:
+			es.Endpoints = append(e, w.endpoint())
+		case op <= 1:
+			es.Endpoints = slices.Delete(e, k, k+1)
+		case op == 2:
+			if r := e[k].Conditions.Ready; r == nil || *r {
+				e[k].Conditions.Ready = ptr.To(false)
+			} else if e[k].Conditions.Ready = ptr.To(true); w.rng.IntN(2) == 0 {
+				e[k].Conditions.Ready = nil
+			}
+		case op == 3 && e[k].Hostname == nil:
+			e[k].Hostname = ptr.To(fmt.Sprint("host-", w.rng.IntN(100)))
+		case op == 3:
+			e[k].Hostname = nil
+		case op == 4:
+			es.Ports = w.ports()
+		case op == 5: // to another service of the namespace
+			for was := es.Labels[mcsv1beta1.LabelServiceName]; es.Labels[mcsv1beta1.LabelServiceName] == was; {
+				es.Labels[mcsv1beta1.LabelServiceName] = importName(home%10 + 10*w.rng.IntN(w.services/10))
+			}
+		default:
+			for was := es.Labels[mcsv1beta1.LabelSourceCluster]; es.Labels[mcsv1beta1.LabelSourceCluster] == was; {
+				es.Labels[mcsv1beta1.LabelSourceCluster] = clusterID(w.rng.IntN(4))
+			}
+		}
+		es, err = api.Update(ctx, es, metav1.UpdateOptions{})
+	}
+	if err == nil {
+		w.objs[j] = es
+	}
+	return err
+}
+
+// addr is a random IPv4 address in 10.<first..first+15>.0.0.
+func (w *soakWriter) addr(first int) string {
+	return fmt.Sprintf("10.%d.%d.%d", first+w.rng.IntN(16), w.rng.IntN(256), 1+w.rng.IntN(254))
+}
+
+// endpoint is one endpoint of a random address, ready five times in eight,
+// not ready two, unknown (nil) one; a third have a hostname.
+func (w *soakWriter) endpoint() discoveryv1.Endpoint {
+	e := discoveryv1.Endpoint{Addresses: []string{w.addr(128)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(w.rng.IntN(8) > 2)}}
+	if w.rng.IntN(8) == 0 {
+		e.Conditions.Ready = nil
+	}
+	if w.rng.IntN(3) == 0 {
+		e.Hostname = ptr.To(fmt.Sprint("host-", w.rng.IntN(100)))
+	}
+	return e
+}
+
+var soakPortNames = []string{"http", "grpc", "metrics", "admin", "dns"}
+
+// ports are one to three TCP ports of distinct names and random numbers.
+func (w *soakWriter) ports() []discoveryv1.EndpointPort {
+	var ps []discoveryv1.EndpointPort
+	for _, k := range w.rng.Perm(len(soakPortNames))[:1+w.rng.IntN(3)] {
+		ps = append(ps, discoveryv1.EndpointPort{Name: ptr.To(soakPortNames[k]), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(1 + w.rng.IntN(65535)))})
+	}
+	return ps
+}
+
+// importPorts are ps as a ServiceImport's ports, unstructured.
+func importPorts(ps []discoveryv1.EndpointPort) []any {
+	var out []any
+	for _, p := range ps {
+		out = append(out, map[string]any{"name": *p.Name, "protocol": string(*p.Protocol), "port": int64(*p.Port)})
+	}
+	return out
+}
+
+// expectedA is the A answer of every import's name, by name: a ClusterSetIP
+// import's IPv4 addresses, a headless import's ready IPv4 endpoint addresses
+// (a nil ready counts as ready) in every EndpointSlice of its namespace
+// labelled with its name and a source cluster; sorted, without repeats. A
+// name without addresses is left out: NXDOMAIN.
+func expectedA(imports []*cache.Import, ess []discoveryv1.EndpointSlice) map[string][]string {
+	type key struct{ ns, name string }
+	ready := map[key][]string{}
+	for _, es := range ess {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 || es.Labels[mcsv1beta1.LabelSourceCluster] == "" {
+			continue
+		}
+		k := key{es.Namespace, es.Labels[mcsv1beta1.LabelServiceName]}
+		for _, e := range es.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				ready[k] = append(ready[k], e.Addresses...)
+			}
+		}
+	}
+	want := map[string][]string{}
+	for _, im := range imports {
+		addrs := ready[key{im.Namespace, im.Name}]
+		if !im.Headless {
+			addrs = nil
+			for _, ip := range im.IPs {
+				if ip.Is4() {
+					addrs = append(addrs, ip.String())
+				}
+			}
+		}
+		if addrs = slices.Compact(slices.Sorted(slices.Values(addrs))); len(addrs) > 0 {
+			want[im.Name+"."+im.Namespace+".svc."+zone+"."] = addrs
+		}
+	}
+	return want
+}
+
+// answerMismatch says how the A answer r differs from want (none:
+// NXDOMAIN); "" when it does not.
+func answerMismatch(r *dns.Msg, want []string) string {
+	var got []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			got = append(got, a.A.String())
+		}
+	}
+	slices.Sort(got)
+	rcode := dns.RcodeToString[r.Rcode]
+	switch {
+	case len(want) == 0 && r.Rcode != dns.RcodeNameError:
+		return fmt.Sprintf("%s %v, want NXDOMAIN", rcode, got)
+	case len(want) > 0 && (r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want)):
+		return fmt.Sprintf("%s %v, want %v", rcode, got, want)
+	}
+	return ""
+}
+
+// checkSoak lists what the API server holds and asks s the A of every
+// service's name, again every second until every answer is the expected
+// one or two minutes have passed: the names asked, the last pass's
+// mismatches and how long it took.
+func checkSoak(ctx context.Context, cl *cluster, s *server, services int) (int, []string, time.Duration, error) {
+	list, err := cl.dyn.Resource(cl.shape.gvr()).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	imports := make([]*cache.Import, len(list.Items))
+	for k := range list.Items {
+		if imports[k], err = cache.ReadImport(&list.Items[k]); err != nil {
+			return 0, nil, 0, err
+		}
+	}
+	ess, err := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	want := expectedA(imports, ess.Items)
+	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer",
+		len(imports), len(ess.Items), len(want), services)
+	for start := time.Now(); ; time.Sleep(time.Second) {
+		bad := make([]string, services)
+		err := parallel(ctx, 8, services, func(ctx context.Context, i int) error {
+			name := cl.fx.name(i)
+			r, err := harness.Exchange(s.Addr(), name, dns.TypeA)
+			if err != nil {
+				bad[i] = name + ": " + err.Error()
+			} else if d := answerMismatch(r, want[name]); d != "" {
+				bad[i] = name + ": " + d
+			}
+			return nil
+		})
+		bad = slices.DeleteFunc(bad, func(b string) bool { return b == "" })
+		if err != nil || len(bad) == 0 || time.Since(start) > 2*time.Minute {
+			return services, bad, time.Since(start), err
+		}
+	}
+}
+
+// soakReport prints the verdicts and the answers checked, writes the chart
+// and writes all with the samples' table into the Markdown.
+func soakReport(c config, samples []soakSample, checked int, bad []string, took time.Duration, failed int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Long churn: %d writes by %d writers over %d ServiceImports and %d EndpointSlices in 10 namespaces, seed %d; one replica of ours (GOMAXPROCS=1, CPU %s). Each sample %v after the writes paused, after a forced GC; %d writes failed and were not counted.\n\n%s\n",
+		c.soak, c.soakWriters, c.soakServices, 2*c.soakServices, c.seed, c.serverCPU, c.settle, failed, soakHeader())
+	for _, s := range samples {
+		b.WriteString(s.row() + "\n")
+	}
+	text := ""
+	if len(samples) > 1 {
+		first := samples[1]
+		text += fmt.Sprintf("\nAt the end against after %d writes (within %.0f%%: PASS):\n\n| figure | after %d | at the end | change | verdict |\n|---|---|---|---|---|\n",
+			first.Updates, soakTolerance*100, first.Updates)
+		for k, v := range soakVerdicts(first, samples[len(samples)-1]) {
+			text += fmt.Sprintf("| %s | %.1f | %.1f | %+.1f%% | %s |\n", soakFigures[k], first.Values[k], samples[len(samples)-1].Values[k], 100*v, map[bool]string{true: "PASS", false: "FAIL"}[math.Abs(v) <= soakTolerance])
+		}
+	}
+	text += fmt.Sprintf("\nAnswers at the end: %d names asked, %d differ from what the API server holds (%.1fs of polling).\n", checked, len(bad), took.Seconds())
+	for _, m := range bad[:min(5, len(bad))] {
+		text += "- " + m + "\n"
+	}
+	fmt.Print(text)
+	p, err := soakChart(samples)
+	if err == nil {
+		err = saveChart(p, c.charts, "soak.svg", 16*vg.Centimeter)
+	}
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(c.markdown), filepath.Join(c.charts, "soak.svg"))
+	if err != nil {
+		return err
+	}
+	logf("results written to %s, the chart to %s", c.markdown, filepath.Join(c.charts, "soak.svg"))
+	return os.WriteFile(c.markdown, []byte(b.String()+text+"\n![soak]("+filepath.ToSlash(rel)+")\n"), 0o644)
+}
+
+// soakVerdicts are each figure's relative change from first to last.
+func soakVerdicts(first, last soakSample) []float64 {
+	var vs []float64
+	for k := range first.Values {
+		vs = append(vs, last.Values[k]/first.Values[k]-1)
+	}
+	return vs
+}
+
+// soakChart is every figure against the writes, as a percentage of its
+// value after the first -soak-every writes, between grey lines at ±5%.
+func soakChart(samples []soakSample) (*plot.Plot, error) {
+	ref, last := samples[min(1, len(samples)-1)], float64(samples[len(samples)-1].Updates)/1000
+	grey := color.Gray{Y: 0xaa}
+	lines := []series{{"", grey, plotter.XYs{{X: 0, Y: 95}, {X: last, Y: 95}}}, {"", grey, plotter.XYs{{X: 0, Y: 105}, {X: last, Y: 105}}}}
+	for k, name := range soakFigures {
+		var pts plotter.XYs
+		for _, s := range samples {
+			pts = append(pts, plotter.XY{X: float64(s.Updates) / 1000, Y: 100 * s.Values[k] / ref.Values[k]})
+		}
+		lines = append(lines, series{name, soakColors[k], pts})
+	}
+	p, err := lineChart("One replica during the long churn, after a GC (grey: ±5%)", "writes (thousands)", fmt.Sprintf("%% of its value at %d writes", ref.Updates), lines)
+	if err == nil {
+		p.Y.Max = 2 * max(p.Y.Max, 110) // room for the legend above the lines
+	}
+	return p, err
+}
