@@ -63,6 +63,7 @@ type Multicluster struct {
 	clusterID      string // the local cluster; else the ClusterProperty's
 	preferLocal    bool   // every headless service prefers the local cluster
 	startupTimeout time.Duration
+	closeIdle      func()          // closes the API server connections at shutdown
 	ctx            context.Context // the controller's, until shutdown
 	stop           context.CancelFunc
 	done           chan struct{}

@@ -238,20 +238,27 @@ func (m *Multicluster) start() error {
 		return plugin.Error(pluginName, fmt.Errorf("kubernetes client configuration: %w", err))
 	}
 	cfg.UserAgent = "coredns-multicluster"
-	dyn, err := dynamic.NewForConfig(cfg)
+	// One HTTP client, so one connection, for every client: with Dial set,
+	// client-go would give each its own transport.
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	imports, err := cache.NewImportClient(cfg)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	imports, err := cache.NewImportClient(cfg, hc)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
 	protoCfg := rest.CopyConfig(cfg)
 	protoCfg.ContentType = "application/vnd.kubernetes.protobuf"
-	kube, err := kubernetes.NewForConfig(protoCfg)
+	kube, err := kubernetes.NewForConfigAndClient(protoCfg, hc)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	m.closeIdle = hc.CloseIdleConnections
 	ctrl := cache.New(dyn, imports, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
 		ClusterID: m.clusterID, PreferLocal: m.preferLocal,
@@ -281,6 +288,9 @@ func (m *Multicluster) shutdown() error {
 	if m.stop != nil {
 		m.stop()
 		<-m.done
+	}
+	if m.closeIdle != nil {
+		m.closeIdle() // a reload's old instance leaves no connection behind
 	}
 	return nil
 }

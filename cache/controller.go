@@ -95,7 +95,8 @@ type Controller struct {
 	unread       map[string]bool   // versions served but read by no view; nil before the first discovery
 	noCRD        bool              // no version is served (logged once)
 	apiDown      atomic.Bool       // list or watch cannot reach the API server (logged once)
-	answered     atomic.Int64      // unix nanoseconds of the last list or watch the API server answered
+	answered     atomic.Int64      // when the API server last answered a list or watch, in nanoseconds since epoch; 0 for never
+	throttled    atomic.Bool       // a list or watch was refused with 429 (logged once)
 	access       *permission       // the ServiceImport and EndpointSlice watches'
 	lossReported map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 

@@ -24,34 +24,67 @@ import (
 // burden on it while it starts.
 const retryEvery = 500 * time.Millisecond
 
-// dialTimeout bounds each TCP connection attempt to the API server.
-// client-go's own dialer tries for 30 s, so a dial begun during a network
-// partition waits out the kernel's SYN retries (1, 3, 7, 15 s apart) long
-// after the heal. Attempts of one second, retried at once, send a SYN a
+// dialTimeout bounds each TCP connection attempt to one address of the API
+// server. client-go's own dialer tries for 30 s, so a dial begun during a
+// network partition waits out the kernel's SYN retries (1, 3, 7, 15 s apart)
+// long after the heal. Attempts of one second, retried at once, send a SYN a
 // second and reach a healed API server within about a second.
 const dialTimeout = time.Second
+
+// resolveTimeout bounds the name lookup of a host name, which dialTimeout
+// does not: a resolver may take its 5 s to move to its next name server.
+const resolveTimeout = 30 * time.Second
 
 // errNoAnswer marks a connection attempt that had no answer within
 // dialTimeout: the attempt itself waited, so it is retried at once.
 var errNoAnswer = errors.New("no answer")
 
-// DialAPIServer dials the API server, for rest.Config's Dial, with
-// dialTimeout per attempt. An attempt that timed out is reported as
-// errNoAnswer, not as a net.Error timeout: client-go answers a watch whose
-// dial timed out with an empty watch and no error, which its reflector
-// retries with a backoff that grows to 30 s, out of waitingOutErrors' sight.
+// DialAPIServer dials the API server, for rest.Config's Dial: the host's
+// addresses in turn, each with dialTimeout. An attempt that timed out is
+// reported as a plain error, not as a net.Error timeout: client-go answers a
+// watch whose dial timed out with an empty watch and no error, which its
+// reflector retries with a backoff that grows to 30 s, out of
+// waitingOutErrors' sight. One that waited dialTimeout for every address is
+// errNoAnswer.
 func DialAPIServer(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ips := []string{host}
+	if net.ParseIP(host) == nil {
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		ips, err = net.DefaultResolver.LookupHost(rctx, host)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	c, err := d.DialContext(ctx, network, addr)
-	return c, noAnswer(ctx, err)
+	var errs []error
+	for _, ip := range ips {
+		start := time.Now()
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip, port))
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, noAnswer(ctx, err, time.Since(start)))
+	}
+	return nil, errors.Join(errs...)
 }
 
-func noAnswer(ctx context.Context, err error) error {
+// noAnswer turns a dial's timeout into a plain error, errNoAnswer when the
+// attempt waited (most of) dialTimeout: an error such as EAGAIN may also
+// call itself a timeout, and must not be retried at once.
+func noAnswer(ctx context.Context, err error, took time.Duration) error {
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-		return fmt.Errorf("%v: %w within %s", err, errNoAnswer, dialTimeout)
+	if !errors.As(err, &ne) || !ne.Timeout() || ctx.Err() != nil {
+		return err
 	}
-	return err
+	if took < dialTimeout/2 {
+		return errors.New(err.Error())
+	}
+	return fmt.Errorf("%v: %w within %s", err, errNoAnswer, dialTimeout)
 }
 
 // refusals tells a refusal that lasts from one that passes. A kube-apiserver
@@ -111,9 +144,12 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 	wait := func(ctx context.Context, err error) bool {
 		if err == nil {
 			access.allowed()
-			c.answered.Store(time.Now().UnixNano())
+			c.answered.Store(int64(time.Since(epoch)))
 			if c.apiDown.CompareAndSwap(true, false) {
 				c.logf("the API server answers again")
+			}
+			if c.throttled.CompareAndSwap(true, false) {
+				c.logf("the API server takes the plugin's requests again")
 			}
 			if access.deniedNow.CompareAndSwap(true, false) {
 				access.granted(what)
@@ -135,14 +171,23 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 			every = access.retry
 		case apierrors.IsTooManyRequests(err):
 			// client-go has already waited out ten Retry-Afters; the
-			// reflector's own backoff would ignore the next one.
-			every = retryAfter(err)
+			// reflector's own backoff would ignore the next one. Without
+			// one, that backoff it is.
+			d, ok := retryAfter(err)
+			if !ok {
+				return false
+			}
+			if c.throttled.CompareAndSwap(false, true) {
+				c.cfg.Log.Warningf("the API server throttles the plugin's requests (429); waiting each Retry-After: %v", err)
+			}
+			every = d
 		case errors.As(err, &status):
 			return false
 		default:
 			// Attempts begun before the API server answered again may
 			// still fail for a moment after: not a new outage.
-			recent := time.Since(time.Unix(0, c.answered.Load())) < dialTimeout+retryEvery
+			last := c.answered.Load()
+			recent := last != 0 && time.Since(epoch)-time.Duration(last) < dialTimeout+retryEvery
 			if !recent && c.apiDown.CompareAndSwap(false, true) {
 				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
 			}
@@ -160,14 +205,23 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 	return retrying(lw, wait)
 }
 
-// retryAfter is how long a 429 asks the client to wait: its Retry-After,
-// at least retryEvery.
-func retryAfter(err error) time.Duration {
-	if s, ok := apierrors.SuggestsClientDelay(err); ok {
-		return max(time.Duration(s)*time.Second, retryEvery)
+// retryAfter is how long a 429 asks the client to wait, its Retry-After, at
+// least retryEvery and at most maxRetryAfter; false when it names none.
+func retryAfter(err error) (time.Duration, bool) {
+	s, ok := apierrors.SuggestsClientDelay(err)
+	if !ok || s <= 0 {
+		return 0, false
 	}
-	return retryEvery
+	return min(max(time.Duration(s)*time.Second, retryEvery), maxRetryAfter), true
 }
+
+// maxRetryAfter caps a Retry-After (API Priority and Fairness asks at most
+// 32 s), so that a proxy asking for hours does not stall recovery.
+const maxRetryAfter = time.Minute
+
+// epoch is when the process started, for durations read off the monotonic
+// clock: a wall clock stepped back must not silence the outage log.
+var epoch = time.Now()
 
 // retrying calls lw's list and watch again for as long as wait, which may
 // sleep, says to after an error.

@@ -230,16 +230,9 @@ type ImportClient interface {
 }
 
 // NewImportClient returns the ImportClient of the API server cfg names:
-// one REST client per version, on one HTTP client.
-func NewImportClient(cfg *rest.Config) (ImportClient, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return newImportClient(cfg, hc)
-}
-
-func newImportClient(cfg *rest.Config, hc *http.Client) (ImportClient, error) {
+// one REST client per version, on the HTTP client hc (rest.HTTPClientFor),
+// which the plugin's other clients share.
+func NewImportClient(cfg *rest.Config, hc *http.Client) (ImportClient, error) {
 	c := restImports{}
 	for version, tv := range typedVersions {
 		vc := rest.CopyConfig(cfg)

@@ -53,6 +53,10 @@ func NewNetns(t testing.TB) (*Netns, error) {
 		if !addressInUse(hostIP) {
 			break
 		}
+		hostIP = nil
+	}
+	if hostIP == nil {
+		return nil, errors.New("no free /30 in 10.213.0.0/16 for a veth pair")
 	}
 	tag := strconv.Itoa(rand.IntN(1 << 20))
 	n := &Netns{Name: "e2e-" + tag, HostIP: hostIP.String(), IP: nsIP.String(), hostLink: "e2eh" + tag}

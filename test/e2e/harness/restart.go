@@ -95,6 +95,9 @@ func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, 
 func (e *Env) startAgain(name string, argv []string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
+	// Killed should the test binary die first (go test's -timeout), as
+	// envtest's own processes are not: they would keep their ports.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
