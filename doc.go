@@ -10,6 +10,8 @@
 //
 //   - plugin.go: the plugin and its zones (Multicluster, servedZone), the
 //     Backend it reads answers from, and the defaults of the options.
+//   - backend.go: NewWithBackend, the plugin over a Backend it is given,
+//     with no controller, for hack/run.sh's snapshot server.
 //   - setup.go: the Corefile (every option of the README's Syntax, each
 //     error naming its line) and the controller's start and shutdown.
 //   - handler.go: one query: the zone, the name parsed, looked up, the reply

@@ -16,8 +16,8 @@ import (
 )
 
 // Static holds answers built once from API objects, through the same
-// conversion and building as the Controller. It serves tests and benchmarks
-// that must not depend on informers.
+// conversion and building as the Controller. It serves tests, benchmarks
+// and hack/run.sh's snapshot server, which must not depend on informers.
 type Static struct {
 	idx    *index
 	Synced bool

@@ -4,47 +4,54 @@
 // 127.0.0.1:1053 as the plugin's least-privilege identity, prints dig
 // commands to try, and runs until interrupted (Ctrl-C or SIGTERM).
 //
-// From the repository: hack/run.sh, which first builds kube-apiserver, etcd
-// and kubectl (hack/realenv/build.sh).
+// From the repository: hack/run.sh. It first serves the same objects from
+// snapshot.go's server, which needs no API server, while it builds
+// kube-apiserver, etcd and kubectl (hack/realenv/build.sh); it then runs
+// devenv with -takeover, and CoreDNS takes the port over from that server
+// without losing a query (takeOver).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"maps"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
+// options are devenv's flags.
+type options struct {
+	port, ttl int
+	testdata  string
+	verbose   bool
+	takeover  int // the snapshot server's PID, or 0
+}
+
 func main() {
-	port := flag.Int("port", 1053, "DNS port on 127.0.0.1 (UDP and TCP)")
-	ttl := flag.Int("ttl", 0, "the plugin's ttl option; its default when 0")
-	testdata := flag.String("testdata", "", "directory of YAML objects to load (default <repo>/testdata)")
-	verbose := flag.Bool("v", false, "show etcd's and kube-apiserver's output")
+	var o options
+	flag.IntVar(&o.port, "port", 1053, "DNS port on 127.0.0.1 (UDP and TCP)")
+	flag.IntVar(&o.ttl, "ttl", 0, "the plugin's ttl option; its default when 0")
+	flag.StringVar(&o.testdata, "testdata", "", "directory of YAML objects to load (default <repo>/testdata)")
+	flag.BoolVar(&o.verbose, "v", false, "show etcd's and kube-apiserver's output")
+	flag.IntVar(&o.takeover, "takeover", 0, "PID of hack/run.sh's snapshot server, which serves -port until CoreDNS takes it over; 0: the port must be free")
 	flag.Parse()
-	if err := run(*port, *ttl, *testdata, *verbose); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
 		os.Exit(1)
 	}
 }
 
-func run(port, ttl int, testdata string, verbose bool) error {
+func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -52,33 +59,28 @@ func run(port, ttl int, testdata string, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	if testdata == "" {
-		testdata = filepath.Join(repo, "testdata")
+	if o.testdata == "" {
+		o.testdata = filepath.Join(repo, "testdata")
 	}
-	objs, err := contract.ReadObjects(testdata)
+	objs, err := contract.ReadObjects(o.testdata)
 	if err != nil {
 		return err
 	}
-	digs, err := digCommands(port, objs)
+	digs, err := digCommands(o.port, objs)
 	if err != nil {
-		return fmt.Errorf("%s: %w", testdata, err)
+		return fmt.Errorf("%s: %w", o.testdata, err)
 	}
-	if err := portFree(port); err != nil {
+	snap, release, err := claimPort(o)
+	if err != nil {
 		return err
 	}
+	defer release()
 
 	bin, err := harness.BuildCoreDNS(repo, os.Stdout)
 	if err != nil {
 		return err
 	}
-
-	fmt.Println("devenv: starting etcd and kube-apiserver on 127.0.0.1")
-	opts := harness.Options{Repo: repo}
-	if verbose {
-		opts.Output = os.Stderr
-	}
-	start := time.Now()
-	env, err := harness.Start(opts)
+	env, id, admin, err := startAPI(ctx, o, repo, objs)
 	if err != nil {
 		return err
 	}
@@ -88,32 +90,8 @@ func run(port, ttl int, testdata string, verbose bool) error {
 			fmt.Fprintln(os.Stderr, "devenv:", err)
 		}
 	}()
-	fmt.Printf("devenv: kube-apiserver at %s, ready in %.1fs\n", env.APIServerURL(), time.Since(start).Seconds())
 
-	apiCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	id, err := env.PluginIdentity(apiCtx)
-	if err != nil {
-		return err
-	}
-	if err := env.ApplyAll(apiCtx, objs); err != nil {
-		return err
-	}
-	fmt.Printf("devenv: loaded %d objects from %s\n", len(objs), testdata)
-	admin := filepath.Join(env.TempDir(), "admin.kubeconfig")
-	if err := env.WriteAdminKubeconfig(admin); err != nil {
-		return err
-	}
-
-	var options []string
-	if ttl > 0 {
-		options = append(options, fmt.Sprintf("ttl %d", ttl))
-	}
-	dns, err := harness.StartCoreDNS(bin, harness.CoreDNSOptions{
-		Port:    port,
-		Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...),
-		Output:  prefixWriter{os.Stdout, "coredns: "},
-	})
+	dns, err := startCoreDNS(bin, id, o)
 	if err != nil {
 		return err
 	}
@@ -123,9 +101,15 @@ func run(port, ttl int, testdata string, verbose bool) error {
 			fmt.Fprintln(os.Stderr, "devenv:", err)
 		}
 	}()
+	if snap != nil {
+		if err := takeOver(dns, snap); err != nil {
+			return err
+		}
+	}
 
 	fmt.Printf(`
-devenv: CoreDNS serves clusterset.local on 127.0.0.1:%[1]d as user %[2]s
+devenv: now serving from CoreDNS + the plugin watching the real kube-apiserver:
+clusterset.local on 127.0.0.1:%[1]d as user %[2]s
 (kubeconfig %[3]s). Corefile:
 
 %[4]s
@@ -136,138 +120,111 @@ Change objects as the admin:
   %[6]s --kubeconfig %[7]s apply -f FILE.yaml
 
 Ctrl-C stops everything.
-`, port, id.Name, id.Kubeconfig, indent(dns.Corefile), digs, env.KubectlPath(), admin)
+`, o.port, id.Name, id.Kubeconfig, indent(dns.Corefile), digs, env.KubectlPath(), admin)
 
 	<-ctx.Done()
 	fmt.Println()
 	return nil
 }
 
-// portFree fails early, before the long part, when the port is taken.
-func portFree(port int) error {
-	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s is taken (TCP): %w; choose another with -port", addr, err)
+// startAPI starts etcd and kube-apiserver from REALENV_BIN (hack/realenv's
+// output, <repo>/.cache/bin when unset), provisions the plugin's identity,
+// loads objs through the API (client-go: no kubectl needed) and writes an
+// admin kubeconfig. On error, nothing is left running.
+func startAPI(ctx context.Context, o options, repo string, objs []*unstructured.Unstructured) (*harness.Env, *harness.Identity, string, error) {
+	fmt.Println("devenv: starting etcd and kube-apiserver on 127.0.0.1")
+	opts := harness.Options{Repo: repo, BinDir: os.Getenv("REALENV_BIN")}
+	if o.verbose {
+		opts.Output = os.Stderr
 	}
-	l.Close()
-	u, err := net.ListenPacket("udp", addr)
+	start := time.Now()
+	env, err := harness.Start(opts)
 	if err != nil {
-		return fmt.Errorf("%s is taken (UDP): %w; choose another with -port", addr, err)
+		return nil, nil, "", err
 	}
-	return u.Close()
+	fmt.Printf("devenv: kube-apiserver at %s, ready in %.1fs\n", env.APIServerURL(), time.Since(start).Seconds())
+
+	apiCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	id, err := env.PluginIdentity(apiCtx)
+	if err == nil {
+		err = env.ApplyAll(apiCtx, objs)
+	}
+	admin := filepath.Join(env.TempDir(), "admin.kubeconfig")
+	if err == nil {
+		fmt.Printf("devenv: loaded %d objects from %s\n", len(objs), o.testdata)
+		err = env.WriteAdminKubeconfig(admin)
+	}
+	if err != nil {
+		return nil, nil, "", errors.Join(err, env.Stop())
+	}
+	return env, id, admin, nil
 }
 
-// digCommands lists one dig command for each kind of name the objects give.
-// The names come from the plugin's own answers to the objects (cache.Static),
-// so the list cannot drift from what CoreDNS serves.
-func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
-	const zone = "clusterset.local"
-	in := make([]runtime.Object, len(objs))
-	for i, o := range objs {
-		in[i] = o
+// startCoreDNS starts the CoreDNS bin on o.port with the plugin watching the
+// API server as id.
+func startCoreDNS(bin string, id *harness.Identity, o options) (*harness.CoreDNS, error) {
+	var plugin []string
+	if o.ttl > 0 {
+		plugin = append(plugin, fmt.Sprintf("ttl %d", o.ttl))
 	}
-	st, err := cache.NewStatic([]string{zone + "."}, 5, in...)
-	if err != nil {
-		return "", err
-	}
-	var svcs []*cache.Service
-	st.Each(func(s *cache.Service) bool { svcs = append(svcs, s); return true })
-	slices.SortFunc(svcs, func(a, b *cache.Service) int {
-		return strings.Compare(a.Namespace()+"/"+a.Name(), b.Namespace()+"/"+b.Name())
+	return harness.StartCoreDNS(bin, harness.CoreDNSOptions{
+		Port:    o.port,
+		Plugins: harness.MulticlusterBlock(id.Kubeconfig, plugin...),
+		Output:  prefixWriter{os.Stdout, "coredns: "},
 	})
-
-	var qs [][2]string
-	add := func(name, qtype, why string) { qs = append(qs, [2]string{name + " " + qtype, why}) }
-	seen := map[string]bool{}
-	once := func(kind string) bool {
-		if seen[kind] {
-			return false
-		}
-		seen[kind] = true
-		return true
-	}
-	add(zone, "SOA", "the apex")
-	add(zone, "NS", "the apex")
-	add("dns-version."+zone, "TXT", "schema version")
-	for _, s := range svcs {
-		svc := fmt.Sprintf("%s.%s.svc.%s", s.Name(), s.Namespace(), zone)
-		if once("namespace") {
-			add(s.Namespace()+".svc."+zone, "A", "a namespace: NODATA")
-		}
-		var port string
-		if ps := s.Ports(); len(ps) > 0 {
-			port = ps[0].Sub()
-		}
-		if z := s.Zone(0); z != nil {
-			if !once("headless") {
-				continue
-			}
-			add(svc, "A", "headless: ready endpoints of every cluster, no plain EndpointSlice's")
-			if port != "" {
-				add(port+"."+svc, "SRV", "headless SRV: one per ready endpoint")
-			}
-			add(svc, "SRV", "all named ports")
-			for _, sub := range slices.Sorted(maps.Keys(z.Sub)) {
-				if strings.HasPrefix(sub, "_") {
-					continue // a port's SRV name
-				}
-				host, cluster, _ := strings.Cut(sub, ".")
-				qtype, rrs := "A", z.Sub[sub].A
-				if len(rrs) == 0 {
-					qtype, rrs = "AAAA", z.Sub[sub].AAAA
-				}
-				how := "its hostname"
-				if len(rrs) > 0 && host == cache.AddressLabel(addressOf(rrs[0])) {
-					how = "its address"
-				}
-				if strings.Contains(cluster, ".") {
-					how += ", dotted cluster ID"
-				}
-				if once("endpoint " + qtype + how) {
-					add(sub+"."+svc, qtype, "one endpoint of cluster "+cluster+", named by "+how)
-				}
-				if once("cluster") {
-					add(cluster+"."+svc, "A", "a cluster: NODATA")
-				}
-			}
-			continue
-		}
-		v4 := slices.ContainsFunc(s.IPs(), netip.Addr.Is4)
-		v6 := slices.ContainsFunc(s.IPs(), netip.Addr.Is6)
-		switch {
-		case v4 && v6 && once("dual"):
-			add(svc, "AAAA", "dual-stack ClusterSetIP")
-		case v4 && !v6 && once("v4"):
-			add(svc, "A", "ClusterSetIP")
-			add(svc, "AAAA", "IPv4 only: NODATA")
-			if port != "" {
-				add(port+"."+svc, "SRV", "ClusterSetIP SRV")
-			}
-		case v6 && !v4 && once("v6"):
-			add(svc, "AAAA", "IPv6-only ClusterSetIP")
-		}
-	}
-	add("nosuch.svc."+zone, "A", "NXDOMAIN")
-
-	var b strings.Builder
-	for _, q := range qs {
-		fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +norec %-58s # %s\n", port, q[0], q[1])
-	}
-	return b.String(), nil
 }
 
-// addressOf is the address of an A or AAAA record.
-func addressOf(rr dns.RR) netip.Addr {
-	var b []byte
-	switch r := rr.(type) {
-	case *dns.A:
-		b = r.A
-	case *dns.AAAA:
-		b = r.AAAA
+// takeOver has the snapshot server (snap) hand the port over to c.
+// Both bind it with SO_REUSEPORT, so the kernel shares its queries between
+// them until the snapshot server steers them all to CoreDNS and leaves
+// (snapshot.go's handOver). That must wait until CoreDNS's own sockets are
+// bound: StartCoreDNS returns once the ready plugin says ready, which
+// CoreDNS's startup reaches before it binds them; the version banner it
+// prints after does say so.
+func takeOver(c *harness.CoreDNS, snap *os.Process) error {
+	err := harness.Poll(30*time.Second, func() error {
+		if !strings.Contains(c.Output(), "CoreDNS-") {
+			return errors.New("CoreDNS printed no version banner, which follows binding its port")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	ip, _ := netip.AddrFromSlice(b)
-	return ip.Unmap()
+	if err := snap.Signal(syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("the snapshot server (pid %d): %w", snap.Pid, err)
+	}
+	// It is this process's child when hack/run.sh exec'd devenv; else its
+	// exit shows as the signal failing.
+	if _, err := snap.Wait(); err != nil {
+		return harness.Poll(10*time.Second, func() error {
+			if snap.Signal(syscall.Signal(0)) == nil {
+				return fmt.Errorf("the snapshot server (pid %d) is still running", snap.Pid)
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// claimPort fails when o.port is taken, unless the snapshot server holds it
+// (-takeover) for CoreDNS to take over: it then returns that process, and a
+// release that stops it if it still runs. Should devenv fail before the
+// handover, the snapshot server must not be left serving.
+func claimPort(o options) (snap *os.Process, release func(), err error) {
+	if o.takeover == 0 {
+		return nil, func() {}, portFree(o.port)
+	}
+	if snap, err = os.FindProcess(o.takeover); err != nil {
+		return nil, nil, err
+	}
+	fmt.Printf("devenv: the testdata snapshot (pid %d) serves 127.0.0.1:%d until CoreDNS takes over\n", o.takeover, o.port)
+	return snap, func() {
+		if snap.Signal(syscall.SIGTERM) == nil {
+			_, _ = snap.Wait()
+		}
+	}, nil
 }
 
 func indent(s string) string {
