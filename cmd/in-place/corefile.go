@@ -325,7 +325,56 @@ func analyze(in, fqdn string) (*analysis, error) {
 	if err != nil {
 		return nil, refuse("the Corefile does not parse: %v", err)
 	}
-	starts := blockStarts(kept)
+	blocks, err := serverBlocks(parsed, blockStarts(kept))
+	if err != nil {
+		return nil, err
+	}
+	b, err := receiving(blocks, fqdn, zone)
+	if err != nil {
+		return nil, err
+	}
+	res := &edit{out: in, block: strings.Join(b.raw, " "), notes: notes}
+	_, res.reload = b.dirs["reload"]
+	if done, err := alreadyThere(b, fqdn, zone, res); done || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return &analysis{res: res}, nil
+	}
+	k, err := kubernetesOf(blocks, b, fqdn, zone)
+	if err != nil {
+		return nil, err
+	}
+	L := k.toks[0].Line
+	res.line = L
+	lines := strings.Split(in, "\n")
+	if err := ownLine(all, lines, L, k.toks[:1+len(k.args())], k.toks, "the kubernetes directive"); err != nil {
+		return nil, err
+	}
+	opts, inArgs, err := kubernetesMulticluster(k, b, fqdn, zone)
+	if err != nil {
+		return nil, err
+	}
+	if lines, err = withoutKubernetesMulticluster(all, lines, k, opts, inArgs, fqdn); err != nil {
+		return nil, err
+	}
+	res.converted = inArgs
+	res.notes = append(res.notes, alsoNamed(b, fqdn, zone)...)
+	kl := lines[L-1]
+	indent := kl[:len(kl)-len(strings.TrimLeft(kl, " \t"))]
+	eol := ""
+	if strings.HasSuffix(kl, "\r") {
+		eol = "\r"
+	}
+	lines = slices.Insert(lines, L-1, indent+"multicluster "+zone+eol)
+	res.out = strings.Join(lines, "\n")
+	res.changed = true
+	return &analysis{res: res}, nil
+}
+
+// serverBlocks reads the parsed server blocks, their keys and directives,
+// in the order of the lines they start at (starts, when it has them all).
+func serverBlocks(parsed []caddyfile.ServerBlock, starts []int) ([]*block, error) {
 	var blocks []*block
 	for i, sb := range parsed {
 		b := &block{raw: sb.Keys, dirs: map[string][]directive{}}
@@ -350,7 +399,11 @@ func analyze(in, fqdn string) (*analysis, error) {
 		})
 		blocks = append(blocks, b)
 	}
+	return blocks, nil
+}
 
+// receiving is the one server block that receives the zone.
+func receiving(blocks []*block, fqdn, zone string) (*block, error) {
 	// The server block that receives the zone: the most specific key wins.
 	best := -1
 	for _, b := range blocks {
@@ -379,49 +432,56 @@ func analyze(in, fqdn string) (*analysis, error) {
 		}
 		return nil, refuse("several server blocks receive %s: %s; add \"multicluster %s\" by hand to the one that should answer it", zone, strings.Join(names, " and "), zone)
 	}
-	b := catching[0]
-	res := &edit{out: in, block: strings.Join(b.raw, " "), notes: notes}
-	_, res.reload = b.dirs["reload"]
+	return catching[0], nil
+}
 
-	// Our directive is there already: nothing to do.
-	if mcs, ok := b.dirs["multicluster"]; ok {
-		for _, d := range mcs {
-			zones := zonesOf(d.args())
-			if len(zones) == 0 {
-				for _, k := range b.keys {
-					zones = append(zones, k.zone)
-				}
-			}
-			if slices.Contains(zones, fqdn) {
-				res.line = d.toks[0].Line
-				return &analysis{res: res}, nil
+// alreadyThere says whether b has a multicluster directive for the zone
+// already (its line in res), and refuses one for other zones only.
+func alreadyThere(b *block, fqdn, zone string, res *edit) (bool, error) {
+	mcs, ok := b.dirs["multicluster"]
+	if !ok {
+		return false, nil
+	}
+	for _, d := range mcs {
+		zones := zonesOf(d.args())
+		if len(zones) == 0 {
+			for _, k := range b.keys {
+				zones = append(zones, k.zone)
 			}
 		}
-		return nil, refuse("%s has a multicluster directive (line %d) for other zones; add %s to it by hand", b, mcs[0].toks[0].Line, zone)
+		if slices.Contains(zones, fqdn) {
+			res.line = d.toks[0].Line
+			return true, nil
+		}
 	}
+	return false, refuse("%s has a multicluster directive (line %d) for other zones; add %s to it by hand", b, mcs[0].toks[0].Line, zone)
+}
 
+// kubernetesOf is b's one kubernetes directive, which the multicluster line
+// goes before.
+func kubernetesOf(blocks []*block, b *block, fqdn, zone string) (directive, error) {
 	ks, ok := b.dirs["kubernetes"]
 	if !ok {
 		// Is there a kubernetes block the zone would have reached but for b?
 		for _, o := range blocks {
 			if o != b && o.best(fqdn) >= 0 && len(o.dirs["kubernetes"]) > 0 {
-				return nil, refuse("%s already takes %s (it has %s): CoreDNS sends the zone there, not to %s, whose kubernetes directive (line %d) the multicluster line would go before. If that block forwards the zone to the standalone Deployment, keep that set-up (deploy/README.md); to answer the zone in this CoreDNS instead, remove the block and run again",
+				return directive{}, refuse("%s already takes %s (it has %s): CoreDNS sends the zone there, not to %s, whose kubernetes directive (line %d) the multicluster line would go before. If that block forwards the zone to the standalone Deployment, keep that set-up (deploy/README.md); to answer the zone in this CoreDNS instead, remove the block and run again",
 					b, zone, describe(b), o, o.dirs["kubernetes"][0].toks[0].Line)
 			}
 		}
-		return nil, refuse("%s receives %s but has no kubernetes directive to put \"multicluster %s\" before; add it by hand, or %s", b, zone, zone, guide)
+		return directive{}, refuse("%s receives %s but has no kubernetes directive to put \"multicluster %s\" before; add it by hand, or %s", b, zone, zone, guide)
 	}
 	if len(ks) > 1 {
-		return nil, refuse("%s has %d kubernetes directives (lines %d and %d); CoreDNS accepts one", b, len(ks), ks[0].toks[0].Line, ks[1].toks[0].Line)
+		return directive{}, refuse("%s has %d kubernetes directives (lines %d and %d); CoreDNS accepts one", b, len(ks), ks[0].toks[0].Line, ks[1].toks[0].Line)
 	}
-	k := ks[0]
-	L := k.toks[0].Line
-	res.line = L
-	lines := strings.Split(in, "\n")
-	if err := ownLine(all, lines, L, k.toks[:1+len(k.args())], k.toks, "the kubernetes directive"); err != nil {
-		return nil, err
-	}
+	return ks[0], nil
+}
 
+// kubernetesMulticluster finds the kubernetes plugin's own multicluster
+// options (CoreDNS >= 1.12) that name the zone, and whether the zone is among
+// the directive's own zones, and refuses what cannot be edited safely.
+func kubernetesMulticluster(k directive, b *block, fqdn, zone string) ([]option, bool, error) {
+	L := k.toks[0].Line
 	// The kubernetes plugin's own multicluster option (CoreDNS >= 1.12):
 	// "multicluster [ZONES...]" inside its block, each zone one of its own.
 	var opts []option
@@ -434,13 +494,20 @@ func analyze(in, fqdn string) (*analysis, error) {
 	inArgs := slices.Contains(zonesOf(kargs), fqdn)
 	switch {
 	case inArgs && len(opts) == 0:
-		return nil, refuse("line %d: the kubernetes directive serves %s as a cluster zone of its own (without its multicluster option); remove %s from it by hand first, or %s", L, zone, zone, guide)
+		return nil, false, refuse("line %d: the kubernetes directive serves %s as a cluster zone of its own (without its multicluster option); remove %s from it by hand first, or %s", L, zone, zone, guide)
 	case !inArgs && len(opts) > 0:
-		return nil, refuse("line %d: the kubernetes plugin's multicluster option names %s, but the kubernetes directive (line %d) does not list it among its zones; fix that by hand first", opts[0].name.Line, zone, L)
+		return nil, false, refuse("line %d: the kubernetes plugin's multicluster option names %s, but the kubernetes directive (line %d) does not list it among its zones; fix that by hand first", opts[0].name.Line, zone, L)
 	case inArgs && len(zonesOf(kargs)) == 1:
-		return nil, refuse("line %d: %s is the only zone of the kubernetes directive; without it the directive would serve the server block's zones %q; change it by hand", L, zone, strings.Join(b.raw, " "))
+		return nil, false, refuse("line %d: %s is the only zone of the kubernetes directive; without it the directive would serve the server block's zones %q; change it by hand", L, zone, strings.Join(b.raw, " "))
 	}
+	return opts, inArgs, nil
+}
 
+// withoutKubernetesMulticluster takes the zone out of the kubernetes
+// plugin's multicluster options and, when inArgs, out of its zones.
+func withoutKubernetesMulticluster(all []token, lines []string, k directive, opts []option, inArgs bool, fqdn string) ([]string, error) {
+	L := k.toks[0].Line
+	kargs := k.args()
 	// Edit from the bottom up so that line numbers above stay valid.
 	for i := len(opts) - 1; i >= 0; i-- {
 		o := opts[i]
@@ -471,29 +538,25 @@ func analyze(in, fqdn string) (*analysis, error) {
 			return nil, refuse("line %d: %v", L, err)
 		}
 		lines[L-1] = l
-		res.converted = true
 	}
+	return lines, nil
+}
+
+// alsoNamed notes the other directives of b that name the zone.
+func alsoNamed(b *block, fqdn, zone string) []string {
+	var notes []string
 	for _, n := range b.names {
 		if n == "kubernetes" {
 			continue
 		}
 		for _, d := range b.dirs[n] {
 			if slices.Contains(zonesOf(d.toks[1:]), fqdn) {
-				res.notes = append(res.notes, fmt.Sprintf("line %d: %s also names %s; left as it is", d.toks[0].Line, n, zone))
+				notes = append(notes, fmt.Sprintf("line %d: %s also names %s; left as it is", d.toks[0].Line, n, zone))
 				break
 			}
 		}
 	}
-	kl := lines[L-1]
-	indent := kl[:len(kl)-len(strings.TrimLeft(kl, " \t"))]
-	eol := ""
-	if strings.HasSuffix(kl, "\r") {
-		eol = "\r"
-	}
-	lines = slices.Insert(lines, L-1, indent+"multicluster "+zone+eol)
-	res.out = strings.Join(lines, "\n")
-	res.changed = true
-	return &analysis{res: res}, nil
+	return notes
 }
 
 // describe names a block's directives, for a message.
