@@ -199,62 +199,99 @@ func install(ctx context.Context, c kubernetes.Interface, o *options) error {
 		return fmt.Errorf("configmap %s/%s has no key %q; use --key", o.namespace, o.configMap, o.key)
 	}
 
-	if st == nil {
-		e, err := editCorefile(corefile, o.zone)
-		if err != nil {
-			return fmt.Errorf("configmap %s/%s, key %s: %w", o.namespace, o.configMap, o.key, err)
-		}
-		for _, n := range e.notes {
-			p.warn("configmap/%s: %s", o.configMap, n)
-		}
-		if !e.reload {
-			p.warn("configmap/%s: the server block %q has no reload plugin: restart CoreDNS after install (kubectl -n %s rollout restart deployment %s)", o.configMap, e.block, o.namespace, o.deployment)
-		}
-		missing := missingRules(obj.role.Rules, neededRules)
-		st = &state{
-			ConfigMap: o.configMap, Key: o.key, Deployment: o.deployment, Container: o.container,
-			ClusterRole: o.clusterRole, Zone: display(fqdn),
-			CorefileOriginal: corefile, CorefileInstalled: e.out,
-			ImageOriginal: obj.image(), ImageInstalled: o.image,
-			RulesOriginal:  slices.Clone(obj.role.Rules),
-			RulesInstalled: append(slices.Clone(obj.role.Rules), missing...),
-		}
-		data, err := st.toData()
-		if err != nil {
+	switch {
+	case st == nil:
+		if st, err = saveState(ctx, c, o, p, obj, corefile, fqdn); err != nil {
 			return err
 		}
-		// The state first: whatever happens next, uninstall can undo it.
-		if !o.dryRun {
-			_, err = c.CoreV1().ConfigMaps(o.namespace).Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: stateName, Namespace: o.namespace, Labels: stateLabels},
-				Data:       data,
-			}, metav1.CreateOptions{})
-			if err != nil {
-				return fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
-			}
-		}
-		p.step("configmap/%s: saved the original Corefile, image and rules", stateName)
-	} else if st.ImageInstalled != o.image {
-		cur := obj.image()
-		if cur != st.ImageInstalled && cur != st.ImageOriginal && cur != o.image {
-			return fmt.Errorf("deployment %s/%s: container %s runs %s, neither the original %s nor the installed %s: it changed since install (kubeadm upgrade?); run uninstall --force, then install again",
-				o.namespace, o.deployment, o.container, cur, st.ImageOriginal, st.ImageInstalled)
-		}
-		st.ImageInstalled = o.image
-		data, err := st.toData()
-		if err != nil {
+	case st.ImageInstalled != o.image:
+		if err := recordImage(ctx, c, o, p, obj, stateCM, st); err != nil {
 			return err
 		}
-		if !o.dryRun {
-			stateCM.Data = data
-			if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, stateCM, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
-			}
-		}
-		p.step("configmap/%s: recorded image %s", stateName, o.image)
 	}
+	// The rules, the image, and once the pods run it, the Corefile.
+	if err := installRules(ctx, c, o, p, obj, st); err != nil {
+		return err
+	}
+	if obj.image() == o.image {
+		p.step("deployment.apps/%s: image unchanged (%s)", o.deployment, o.image)
+	} else {
+		was := obj.image()
+		if err := setImage(ctx, c, o, obj.dep, obj.ci, o.image); err != nil {
+			return err
+		}
+		p.step("deployment.apps/%s: image %s=%s (was %s)", o.deployment, o.container, o.image, was)
+	}
+	if err := waitRollout(ctx, c, o, p); err != nil {
+		return fmt.Errorf("%w; the Corefile is not changed yet: run install again once the pods run", err)
+	}
+	return installCorefile(ctx, c, o, p, obj, st)
+}
 
-	// 1. ClusterRole.
+// saveState edits the Corefile and saves the originals and what install
+// makes of them in the state ConfigMap, first: whatever happens next,
+// uninstall can undo it.
+func saveState(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, corefile, fqdn string) (*state, error) {
+	e, err := editCorefile(corefile, o.zone)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s, key %s: %w", o.namespace, o.configMap, o.key, err)
+	}
+	for _, n := range e.notes {
+		p.warn("configmap/%s: %s", o.configMap, n)
+	}
+	if !e.reload {
+		p.warn("configmap/%s: the server block %q has no reload plugin: restart CoreDNS after install (kubectl -n %s rollout restart deployment %s)", o.configMap, e.block, o.namespace, o.deployment)
+	}
+	missing := missingRules(obj.role.Rules, neededRules)
+	st := &state{
+		ConfigMap: o.configMap, Key: o.key, Deployment: o.deployment, Container: o.container,
+		ClusterRole: o.clusterRole, Zone: display(fqdn),
+		CorefileOriginal: corefile, CorefileInstalled: e.out,
+		ImageOriginal: obj.image(), ImageInstalled: o.image,
+		RulesOriginal:  slices.Clone(obj.role.Rules),
+		RulesInstalled: append(slices.Clone(obj.role.Rules), missing...),
+	}
+	data, err := st.toData()
+	if err != nil {
+		return nil, err
+	}
+	if !o.dryRun {
+		_, err = c.CoreV1().ConfigMaps(o.namespace).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: stateName, Namespace: o.namespace, Labels: stateLabels},
+			Data:       data,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
+		}
+	}
+	p.step("configmap/%s: saved the original Corefile, image and rules", stateName)
+	return st, nil
+}
+
+// recordImage records a new image in the state of an install made before.
+func recordImage(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, stateCM *corev1.ConfigMap, st *state) error {
+	cur := obj.image()
+	if cur != st.ImageInstalled && cur != st.ImageOriginal && cur != o.image {
+		return fmt.Errorf("deployment %s/%s: container %s runs %s, neither the original %s nor the installed %s: it changed since install (kubeadm upgrade?); run uninstall --force, then install again",
+			o.namespace, o.deployment, o.container, cur, st.ImageOriginal, st.ImageInstalled)
+	}
+	st.ImageInstalled = o.image
+	data, err := st.toData()
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		stateCM.Data = data
+		if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, stateCM, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
+		}
+	}
+	p.step("configmap/%s: recorded image %s", stateName, o.image)
+	return nil
+}
+
+// installRules adds the rules the plugin needs to CoreDNS's ClusterRole.
+func installRules(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, st *state) error {
 	switch {
 	case equality.Semantic.DeepEqual(obj.role.Rules, st.RulesInstalled):
 		p.step("clusterrole.rbac.authorization.k8s.io/%s: unchanged", o.clusterRole)
@@ -275,21 +312,11 @@ func install(ctx context.Context, c kubernetes.Interface, o *options) error {
 		p.warn("clusterrole/%s: its rules changed since install; left as they are", o.clusterRole)
 	}
 
-	// 2. Deployment.
-	if obj.image() == o.image {
-		p.step("deployment.apps/%s: image unchanged (%s)", o.deployment, o.image)
-	} else {
-		was := obj.image()
-		if err := setImage(ctx, c, o, obj.dep, obj.ci, o.image); err != nil {
-			return err
-		}
-		p.step("deployment.apps/%s: image %s=%s (was %s)", o.deployment, o.container, o.image, was)
-	}
-	if err := waitRollout(ctx, c, o, p); err != nil {
-		return fmt.Errorf("%w; the Corefile is not changed yet: run install again once the pods run", err)
-	}
+	return nil
+}
 
-	// 3. Corefile.
+// installCorefile writes the edited Corefile, unless it changed since.
+func installCorefile(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, st *state) error {
 	cur := obj.cm.Data[o.key]
 	switch {
 	case cur == st.CorefileInstalled:
