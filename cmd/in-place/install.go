@@ -335,6 +335,39 @@ func installCorefile(ctx context.Context, c kubernetes.Interface, o *options, p 
 	return nil
 }
 
+// restoring decides, for the Corefile, the image and the rules, whether
+// uninstall restores the original: each that is what install made is
+// restored, each that is the original is kept, and each that is neither
+// (changed since install) is refused, or restored with --force.
+func restoring(o *options, p printer, obj *objects, st *state, cur string) (corefile, image, rules bool, err error) {
+	var conflicts []string
+	decide := func(isInstalled, isOriginal bool, what string) bool {
+		switch {
+		case isOriginal:
+			return false
+		case isInstalled:
+			return true
+		}
+		conflicts = append(conflicts, what)
+		return true
+	}
+	corefile = decide(cur == st.CorefileInstalled, cur == st.CorefileOriginal,
+		fmt.Sprintf("configmap/%s: the Corefile changed since install (it is not what install wrote)", st.ConfigMap))
+	image = decide(obj.image() == st.ImageInstalled, obj.image() == st.ImageOriginal,
+		fmt.Sprintf("deployment.apps/%s: container %s runs %s, not the installed %s", st.Deployment, st.Container, obj.image(), st.ImageInstalled))
+	rules = decide(equality.Semantic.DeepEqual(obj.role.Rules, st.RulesInstalled), equality.Semantic.DeepEqual(obj.role.Rules, st.RulesOriginal),
+		fmt.Sprintf("clusterrole.rbac.authorization.k8s.io/%s: its rules changed since install", st.ClusterRole))
+	if len(conflicts) > 0 {
+		if !o.force {
+			return false, false, false, refuse("refusing to uninstall: %s; run uninstall --force to restore the originals anyway (what changed since install is lost)", strings.Join(conflicts, "; "))
+		}
+		for _, c := range conflicts {
+			p.warn("%s; restoring the original anyway (--force)", c)
+		}
+	}
+	return corefile, image, rules, nil
+}
+
 // uninstall restores the originals: Corefile, then image, then rules, and
 // deletes the state. It refuses when someone changed an object since install,
 // unless force.
@@ -358,39 +391,13 @@ func uninstall(ctx context.Context, c kubernetes.Interface, o *options) error {
 		return fmt.Errorf("configmap %s/%s has no key %q", o.namespace, st.ConfigMap, st.Key)
 	}
 
-	type action int
-	const (
-		keep action = iota
-		restore
-	)
-	var conflicts []string
-	decide := func(isInstalled, isOriginal bool, what string) action {
-		switch {
-		case isOriginal:
-			return keep
-		case isInstalled:
-			return restore
-		}
-		conflicts = append(conflicts, what)
-		return restore
-	}
-	corefileAct := decide(cur == st.CorefileInstalled, cur == st.CorefileOriginal,
-		fmt.Sprintf("configmap/%s: the Corefile changed since install (it is not what install wrote)", st.ConfigMap))
-	imageAct := decide(obj.image() == st.ImageInstalled, obj.image() == st.ImageOriginal,
-		fmt.Sprintf("deployment.apps/%s: container %s runs %s, not the installed %s", st.Deployment, st.Container, obj.image(), st.ImageInstalled))
-	rulesAct := decide(equality.Semantic.DeepEqual(obj.role.Rules, st.RulesInstalled), equality.Semantic.DeepEqual(obj.role.Rules, st.RulesOriginal),
-		fmt.Sprintf("clusterrole.rbac.authorization.k8s.io/%s: its rules changed since install", st.ClusterRole))
-	if len(conflicts) > 0 {
-		if !o.force {
-			return refuse("refusing to uninstall: %s; run uninstall --force to restore the originals anyway (what changed since install is lost)", strings.Join(conflicts, "; "))
-		}
-		for _, c := range conflicts {
-			p.warn("%s; restoring the original anyway (--force)", c)
-		}
+	corefileAct, imageAct, rulesAct, err := restoring(o, p, obj, st, cur)
+	if err != nil {
+		return err
 	}
 
 	// 1. Corefile.
-	if corefileAct == restore {
+	if corefileAct {
 		if !o.dryRun {
 			obj.cm.Data[st.Key] = st.CorefileOriginal
 			if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, obj.cm, metav1.UpdateOptions{}); err != nil {
@@ -403,7 +410,7 @@ func uninstall(ctx context.Context, c kubernetes.Interface, o *options) error {
 	}
 
 	// 2. Deployment.
-	if imageAct == restore {
+	if imageAct {
 		was := obj.image()
 		oo := *o
 		oo.deployment, oo.container = st.Deployment, st.Container
@@ -419,7 +426,7 @@ func uninstall(ctx context.Context, c kubernetes.Interface, o *options) error {
 	}
 
 	// 3. ClusterRole.
-	if rulesAct == restore {
+	if rulesAct {
 		if !o.dryRun {
 			obj.role.Rules = st.RulesOriginal
 			if _, err := c.RbacV1().ClusterRoles().Update(ctx, obj.role, metav1.UpdateOptions{}); err != nil {
