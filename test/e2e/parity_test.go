@@ -42,7 +42,7 @@ import (
 func TestParityWithStock(t *testing.T) {
 	stock := os.Getenv("E2E_STOCK_COREDNS")
 	if stock == "" {
-		t.Skip("E2E_STOCK_COREDNS is not set: set it to stock CoreDNS v1.15.0, which hack/stock.sh builds once (bench/stock, about 5 CPU-minutes) and whose path it prints, e.g. E2E_STOCK_COREDNS=$(hack/stock.sh); hack/test.sh does this")
+		t.Skip("E2E_STOCK_COREDNS is not set: set it to stock CoreDNS v1.15.0, which hack/stock.sh builds once (hack/stock, about 5 CPU-minutes) and whose path it prints, e.g. E2E_STOCK_COREDNS=$(hack/stock.sh); hack/test.sh does this")
 	}
 	if _, err := os.Stat(stock); err != nil {
 		t.Fatalf("E2E_STOCK_COREDNS: %v", err)

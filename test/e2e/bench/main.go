@@ -6,9 +6,10 @@
 // and how fast a change written to the API server shows in DNS answers.
 //
 // Run it through hack/bench.sh, which builds the binaries it needs;
-// docs/benchmarks.md explains the method and shows a run. It is a module of
-// its own (go.mod says why); stock/ is the nested module that pins stock
-// CoreDNS v1.15.0, which hack/stock.sh builds.
+// docs/benchmarks.md explains the method and shows a run. It lives in the
+// test/e2e module, beside the harness it shares with the e2e tests; stock
+// CoreDNS v1.15.0 is pinned by the nested module hack/stock, which
+// hack/stock.sh builds.
 //
 // Files: main.go (the flags and the run: QPS rounds, then -scale or -soak),
 // server.go (one CoreDNS process, pinned, run by the e2e harness, with its
