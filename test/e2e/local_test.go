@@ -167,7 +167,7 @@ func TestLocalClusterFirst(t *testing.T) {
 
 	// Both series count: local answers while east was local, clusterset-wide ones for any and after.
 	for _, scope := range []string{metricname.ScopeLocal, metricname.ScopeClusterset} {
-		v, err := scrape(r.metricsURL, fmt.Sprintf("%s{%s=%q}", metricname.HeadlessAnswers, metricname.Scope, scope))
+		v, err := harness.ScrapeValue(r.metricsURL, metricname.HeadlessAnswers, metricname.Scope, scope)
 		if err != nil || v == 0 {
 			t.Errorf("%s{scope=%q} = %v, %v", metricname.HeadlessAnswers, scope, v, err)
 		}

@@ -400,8 +400,8 @@ func (r *migRig) answers(name string, ips ...string) {
 // gauge reads coredns_multicluster_<name>{version}; a version the plugin
 // never set is 0.
 func (r *migRig) gauge(name, version string) (float64, error) {
-	v, err := scrape(r.metricsURL, fmt.Sprintf(`coredns_multicluster_%s{version=%q}`, name, version))
-	if err != nil && strings.Contains(err.Error(), "not among the metrics") {
+	v, err := harness.ScrapeValue(r.metricsURL, "coredns_multicluster_"+name, "version", version)
+	if errors.Is(err, harness.ErrNoSeries) {
 		return 0, nil
 	}
 	return v, err

@@ -93,7 +93,7 @@ func (r *faultRig) health() string {
 		resp.Body.Close()
 		ready = strconv.Itoa(resp.StatusCode)
 	}
-	synced, err := scrape(r.metrics, "coredns_multicluster_synced")
+	synced, err := harness.ScrapeValue(r.metrics, "coredns_multicluster_synced")
 	if err != nil {
 		return fmt.Sprintf("ready %s, synced: %v", ready, err)
 	}

@@ -24,8 +24,8 @@ func TestServedVersions(t *testing.T) {
 		name := "web.versions.svc.clusterset.local."
 		r.answers(name, "10.71.0.1")
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.1")}})
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_serviceimports{version="v1beta1"}`, 1)
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 0)
+		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_serviceimports", "version", "v1beta1")
+		verWantMetric(t, r.metricsURL, 0, "coredns_multicluster_unread_versions", "version", "v1alpha1")
 		// Both servers watch v1beta1, and neither watches v1alpha1, which
 		// has the same schema: the API server's own count of watches.
 		harness.Eventually(t, 20*time.Second, func() error {
@@ -49,7 +49,7 @@ func TestServedVersions(t *testing.T) {
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.2")}})
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 1)
+		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_unread_versions", "version", "v1alpha1")
 		expect(t, r.dns, defaultTTL, name, "A", nxdomain())
 		lines := verLogLines(r.dns, "ServiceImport v1alpha1 is served, but this configuration does not read it")
 		if len(lines) != 1 || !strings.Contains(lines[0], `"fallback v1alpha1"`) {
@@ -105,15 +105,15 @@ func (r *migRig) extraCoreDNS(options ...string) *harness.CoreDNS {
 	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
 }
 
-func verWantMetric(t *testing.T, url, name string, value float64) {
+func verWantMetric(t *testing.T, url string, value float64, name string, labels ...string) {
 	t.Helper()
 	harness.Eventually(t, 20*time.Second, func() error {
-		v, err := scrape(url, name)
+		v, err := harness.ScrapeValue(url, name, labels...)
 		if err != nil {
 			return err
 		}
 		if v != value {
-			return fmt.Errorf("%s = %v, want %v", name, v, value)
+			return fmt.Errorf("%s%v = %v, want %v", name, labels, v, value)
 		}
 		return nil
 	})

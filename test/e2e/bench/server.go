@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"errors"
 	"fmt"
 	"io"
@@ -164,19 +161,9 @@ func (s *server) GoMemory() (goMem, error) {
 	if s.MetricsURL == "" {
 		return m, fmt.Errorf("%s has no prometheus endpoint", s.Name)
 	}
-	cl := &http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(s.MetricsURL)
+	metrics, err := harness.Scrape(s.MetricsURL)
 	if err != nil {
 		return m, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("%s: %s", s.MetricsURL, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return m, fmt.Errorf("%s: %w", s.MetricsURL, err)
 	}
 	for name, p := range map[string]*int64{
 		"go_memstats_heap_inuse_bytes": &m.HeapInuse,
@@ -185,11 +172,11 @@ func (s *server) GoMemory() (goMem, error) {
 		"go_goroutines":                &m.Goroutines,
 		"process_open_fds":             &m.FDs,
 	} {
-		f := families[name]
-		if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
-			return m, fmt.Errorf("%s: no gauge %s", s.MetricsURL, name)
+		v, err := metrics.Value(name)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", s.MetricsURL, err)
 		}
-		*p = int64(f.GetMetric()[0].GetGauge().GetValue())
+		*p = int64(v)
 	}
 	return m, nil
 }

@@ -3,8 +3,13 @@ package harness
 import (
 	"github.com/clustersetdns/multicluster/internal/contract"
 
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Output of dig 9.18 with +noall +comments +answer +authority +additional.
@@ -75,5 +80,38 @@ func TestDataRaces(t *testing.T) {
 	}
 	if got := dataRaces("[INFO] fine\n"); got != "" {
 		t.Errorf("got %q for no race", got)
+	}
+}
+
+func TestMetricsValue(t *testing.T) {
+	const text = `# TYPE a gauge
+a 3
+# TYPE b counter
+b{version="v1"} 1
+b{version="v2",kind="x"} 2
+`
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Metrics(families)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+		err    error
+	}{
+		{"a", nil, 3, nil},
+		{"b", []string{"version", "v1"}, 1, nil},
+		{"b", []string{"kind", "x", "version", "v2"}, 2, nil},
+		{"b", []string{"version", "v2"}, 0, ErrNoSeries},
+		{"b", nil, 0, ErrNoSeries},
+		{"c", nil, 0, ErrNoSeries},
+	} {
+		got, err := m.Value(c.name, c.labels...)
+		if got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("Value(%s, %v) = %v, %v; want %v, %v", c.name, c.labels, got, err, c.want, c.err)
+		}
 	}
 }

@@ -1,0 +1,84 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metrics is one scrape of a Prometheus text endpoint: its metric families
+// by name, as expfmt parses them.
+type Metrics map[string]*dto.MetricFamily
+
+// ErrNoSeries is what Value says of a series a scrape does not hold.
+var ErrNoSeries = errors.New("no such series")
+
+// Scrape reads url's metrics, in the Prometheus text format.
+func Scrape(url string) (Metrics, error) {
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	return families, nil
+}
+
+// Value is the value of the gauge, counter or untyped series name whose
+// labels are exactly labels, given as name, value pairs; ErrNoSeries when
+// the scrape holds none.
+func (m Metrics) Value(name string, labels ...string) (float64, error) {
+	for _, s := range m[name].GetMetric() {
+		var got []string
+		for _, l := range s.GetLabel() {
+			got = append(got, l.GetName(), l.GetValue())
+		}
+		if !samePairs(got, labels) {
+			continue
+		}
+		switch {
+		case s.Gauge != nil:
+			return s.GetGauge().GetValue(), nil
+		case s.Counter != nil:
+			return s.GetCounter().GetValue(), nil
+		case s.Untyped != nil:
+			return s.GetUntyped().GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("%s%v: %w", name, labels, ErrNoSeries)
+}
+
+// samePairs says whether two lists of name, value pairs hold the same pairs.
+func samePairs(a, b []string) bool {
+	pairs := func(l []string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(l); i += 2 {
+			m[l[i]] = l[i+1]
+		}
+		return m
+	}
+	return len(a) == len(b) && maps.Equal(pairs(a), pairs(b))
+}
+
+// ScrapeValue scrapes url and returns one series' value (Metrics.Value).
+func ScrapeValue(url, name string, labels ...string) (float64, error) {
+	m, err := Scrape(url)
+	if err != nil {
+		return 0, err
+	}
+	return m.Value(name, labels...)
+}
