@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -62,10 +60,9 @@ func migUpstreamCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 func migUpstreamV1alpha1Only(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crd := migUpstreamCRD(t)
-	crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
-		return v.Name != "v1alpha1"
-	})
-	crd.Spec.Versions[0].Served, crd.Spec.Versions[0].Storage = true, true
+	if err := harness.KeepVersions(crd, "v1alpha1"); err != nil {
+		t.Fatal(err)
+	}
 	return crd
 }
 
@@ -76,13 +73,9 @@ func migReadCRD(t testing.TB, dir string) *apiextensionsv1.CustomResourceDefinit
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(repo, dir, "multicluster.x-k8s.io_serviceimports.yaml"))
+	crd, err := harness.ServiceImportCRD(repo, dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatalf("%s: %v", dir, err)
 	}
 	return crd
 }

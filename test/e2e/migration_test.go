@@ -2,16 +2,12 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -23,26 +19,10 @@ var siV2 = cache.ServiceImports("v1alpha2")
 // served, the first of them the storage version.
 func projectCRD(t testing.TB, versions ...string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	repo, err := harness.RepoRoot()
-	if err != nil {
+	crd := migReadCRD(t, "deploy/crds")
+	if err := harness.KeepVersions(crd, versions...); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "deploy/crds/multicluster.x-k8s.io_serviceimports.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	var keep []apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range crd.Spec.Versions {
-		if i := slices.Index(versions, v.Name); i >= 0 {
-			v.Served, v.Storage = true, i == 0
-			keep = append(keep, v)
-		}
-	}
-	crd.Spec.Versions = keep
 	return crd
 }
 

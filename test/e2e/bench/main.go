@@ -39,7 +39,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -216,11 +215,11 @@ func run(c config) error {
 	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
 	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
 	envs := make([]*harness.Env, 2)
-	stockCRD, err := crdWithStorage(c.repo, c.stockStorage, false)
+	stockCRD, err := serviceImportCRD(c.repo, c.stockStorage, false)
 	if err != nil {
 		return err
 	}
-	oursCRD, err := crdWithStorage(c.repo, "v1alpha2", true)
+	oursCRD, err := serviceImportCRD(c.repo, "v1alpha2", true)
 	if err != nil {
 		return err
 	}
@@ -318,36 +317,21 @@ func run(c config) error {
 	return nil
 }
 
-// crdWithStorage reads deploy/crds' ServiceImport CRD, which serves v1alpha1,
-// v1beta1 and v1alpha2 with conversion strategy None, and makes version the
+// serviceImportCRD is deploy/crds' ServiceImport CRD, which serves v1alpha1,
+// v1beta1 and v1alpha2 with conversion strategy None, with version the
 // storage version (the only one served when alone is set). Stock's control
 // plane needs v1alpha1 there: the API server prunes every object against the
 // storage version's schema, so a v1alpha1 object stored as v1alpha2 loses its
 // spec.
-func crdWithStorage(repo, version string, alone bool) (*apiextensionsv1.CustomResourceDefinition, error) {
-	path := filepath.Join(repo, "deploy", "crds", "multicluster.x-k8s.io_serviceimports.yaml")
-	data, err := os.ReadFile(path)
+func serviceImportCRD(repo, version string, alone bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, err := harness.ServiceImportCRD(repo, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if alone {
+		return crd, harness.KeepVersions(crd, version)
 	}
-	found := false
-	var keep []apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range crd.Spec.Versions {
-		v.Storage = v.Name == version
-		found = found || (v.Storage && v.Served)
-		if v.Storage || !alone {
-			keep = append(keep, v)
-		}
-	}
-	crd.Spec.Versions = keep
-	if !found {
-		return nil, fmt.Errorf("%s does not serve %s", path, version)
-	}
-	return crd, nil
+	return crd, harness.SetStorage(crd, version)
 }
 
 // runQPS starts the floor, stock and ours one after another (each one's

@@ -62,7 +62,7 @@ const soakTolerance = 0.05
 func runSoak(ctx context.Context, c config) error {
 	c.soakServices = max(20, c.soakServices/10*10)
 	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
-	crd, err := crdWithStorage(c.repo, "v1alpha2", true)
+	crd, err := serviceImportCRD(c.repo, "v1alpha2", true)
 	if err != nil {
 		return err
 	}

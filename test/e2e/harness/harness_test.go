@@ -115,3 +115,55 @@ b{version="v2",kind="x"} 2
 		}
 	}
 }
+
+func TestServiceImportCRDVersions(t *testing.T) {
+	repo, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir, set string
+		keep     []string
+		want     []string // served versions, the storage version first
+		fails    bool
+	}{
+		{dir: "deploy/crds", set: "v1alpha1", want: []string{"v1alpha1", "v1beta1", "v1alpha2"}},
+		{dir: "deploy/crds", keep: []string{"v1alpha2"}, want: []string{"v1alpha2"}},
+		{dir: "deploy/crds", keep: []string{"v1beta1", "v1alpha1"}, want: []string{"v1beta1", "v1alpha1"}},
+		{dir: "deploy/crds-v1alpha2-storage", set: "v1beta1", want: []string{"v1beta1", "v1alpha1", "v1alpha2"}},
+		{dir: "deploy/crds", set: "v9", fails: true},
+		{dir: "deploy/crds", keep: []string{"v1alpha2", "v9"}, fails: true},
+	} {
+		crd, err := ServiceImportCRD(repo, c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.keep != nil {
+			err = KeepVersions(crd, c.keep...)
+		} else {
+			err = SetStorage(crd, c.set)
+		}
+		if (err != nil) != c.fails {
+			t.Errorf("%s %s%v: error %v", c.dir, c.set, c.keep, err)
+			continue
+		}
+		if c.fails {
+			continue
+		}
+		var storage string
+		var served []string
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				storage = v.Name
+			}
+			if v.Served {
+				served = append(served, v.Name)
+			}
+		}
+		if storage != c.want[0] || !slices.Equal(sorted(served), sorted(c.want)) {
+			t.Errorf("%s %s%v: storage %s, served %v; want %v", c.dir, c.set, c.keep, storage, served, c.want)
+		}
+	}
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
