@@ -21,9 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/cache"
@@ -150,60 +148,24 @@ func migVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *api
 	return nil
 }
 
-// migPorts are the ports of every ServiceImport of these tests.
-func migPorts(typ string) []any {
+// migPorts are the ports of every ServiceImport and EndpointSlice of these
+// tests.
+func migPorts(typ string) []corev1.ServicePort {
 	if typ == "Headless" {
-		return []any{map[string]any{"name": "pg", "protocol": "TCP", "port": int64(5432)}}
+		return []corev1.ServicePort{harness.TCP("pg", 5432)}
 	}
-	return []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}
+	return []corev1.ServicePort{harness.TCP("http", 80)}
 }
 
-// migImport is a ServiceImport in the spec/status shape (v1alpha1, v1beta1).
+// migImport is a ServiceImport in version's shape.
 func migImport(version, ns, name, typ string, ips ...string) *unstructured.Unstructured {
-	spec := map[string]any{"type": typ, "ports": migPorts(typ)}
-	if len(ips) > 0 {
-		spec["ips"] = migAny(ips)
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "multicluster.x-k8s.io/" + version, "kind": "ServiceImport",
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec":     spec,
-	}}
+	return harness.Import{Namespace: ns, Name: name, Type: typ, IPs: ips, Ports: migPorts(typ)}.Object(version)
 }
 
-func migAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
-// migEndpoint is one endpoint of a headless service's EndpointSlice.
-type migEndpoint struct {
-	ip, hostname string
-	ready        bool
-}
-
-// migSlice is a multi-cluster EndpointSlice of service name, from cluster.
-func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + cluster, Labels: map[string]string{
-			mcsv1beta1.LabelServiceName:              name,
-			mcsv1beta1.LabelSourceCluster:            cluster,
-			"endpointslice.kubernetes.io/managed-by": "mcs-controller.example.com",
-		}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},
-	}
-	for _, e := range eps {
-		ep := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(e.ready)}}
-		if e.hostname != "" {
-			ep.Hostname = ptr.To(e.hostname)
-		}
-		es.Endpoints = append(es.Endpoints, ep)
-	}
-	return es
+// migSlice is a multi-cluster EndpointSlice of headless service name, from
+// cluster.
+func migSlice(ns, name, cluster string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return harness.MCSSlice(ns, name+"-"+cluster, name, cluster, "mcs-controller.example.com", migPorts("Headless"), eps...)
 }
 
 // prober asks CoreDNS for every name's A records, over and over, and counts
@@ -741,11 +703,11 @@ func (r *migRig) populate(version string) {
 	}
 	r.create(migImport(version, r.ns, "db", "Headless"))
 	r.createSlice(migSlice(r.ns, "db", "west",
-		migEndpoint{ip: "10.1.0.11", hostname: "db-0", ready: true},
-		migEndpoint{ip: "10.1.0.12", ready: true},
-		migEndpoint{ip: "10.1.0.13", hostname: "db-2", ready: false}))
+		harness.Endpoint("10.1.0.11", "db-0", true),
+		harness.Endpoint("10.1.0.12", "", true),
+		harness.Endpoint("10.1.0.13", "db-2", false)))
 	r.createSlice(migSlice(r.ns, "db", "east",
-		migEndpoint{ip: "10.2.0.21", hostname: "db-0", ready: true}))
+		harness.Endpoint("10.2.0.21", "db-0", true)))
 }
 
 // expectAll waits for every name of populate to answer.

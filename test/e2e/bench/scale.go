@@ -316,7 +316,7 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 			wi.Stop()
 		}
 	})
-	si := c.dyn.Resource(c.shape.gvr())
+	si := c.dyn.Resource(c.version.gvr())
 	list, err := si.List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		stop()
