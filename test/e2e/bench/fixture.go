@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/clustersetdns/multicluster/cache"
 
 	"golang.org/x/sync/errgroup"
@@ -115,10 +114,10 @@ func slice(ns, name, service string, c int, ips ...string) *discoveryv1.Endpoint
 type cluster struct {
 	name    string
 	version version
-	env   *harness.Env
-	dyn   dynamic.Interface
-	kube  kubernetes.Interface
-	fx    fixture
+	env     *harness.Env
+	dyn     dynamic.Interface
+	kube    kubernetes.Interface
+	fx      fixture
 	// loaded is how many ClusterSetIP imports exist (0..loaded-1).
 	loaded int
 }
