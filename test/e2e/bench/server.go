@@ -182,12 +182,12 @@ func (s *server) GoMemory() (goMem, error) {
 }
 
 // CPUSeconds is the process's user plus system time.
-func (s *server) CPUSeconds() (float64, error) { return cpuSeconds(s.PID()) }
+func (s *server) CPUSeconds() (float64, error) { return harness.CPUSeconds(s.PID()) }
 
 // pinChildren sets the CPU affinity of every thread of this process's child
 // processes named in names (etcd, kube-apiserver) and of this process itself.
 func pinChildren(cpus string, names ...string) error {
-	pids, err := childrenNamed(names...)
+	pids, err := harness.ChildrenNamed(names...)
 	if err != nil {
 		return err
 	}

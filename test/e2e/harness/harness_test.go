@@ -4,6 +4,8 @@ import (
 	"github.com/clustersetdns/multicluster/internal/contract"
 
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,3 +169,19 @@ func TestServiceImportCRDVersions(t *testing.T) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+func TestProcReadings(t *testing.T) {
+	m, err := ProcMemory(os.Getpid())
+	if err != nil || m.RSS <= 0 || m.Anon <= 0 || m.HWM < m.RSS {
+		t.Errorf("ProcMemory(self) = %+v, %v", m, err)
+	}
+	if c, err := ReadCPUTime(""); err != nil || c.Total <= 0 || c.Busy > c.Total {
+		t.Errorf("ReadCPUTime() = %+v, %v", c, err)
+	}
+	if len(os.Args) > 1 {
+		pid, argv, err := findProcess(filepath.Base(os.Args[0]), os.Args[1])
+		if err != nil || pid <= 0 || !slices.Equal(argv, os.Args) {
+			t.Errorf("findProcess(self) = %d, %v, %v; want %d, %v", pid, argv, err, os.Getpid(), os.Args)
+		}
+	}
+}
