@@ -329,14 +329,8 @@ func (r *migRig) runCoreDNS(options ...string) {
 // runCoreDNSAs is runCoreDNS as another identity.
 func (r *migRig) runCoreDNSAs(id *harness.Identity, options ...string) {
 	r.t.Helper()
-	promPort, err := harness.FreeTCPPort()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)
-	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
-		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, options...),
-	})
+	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Metrics: true, Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
+	r.metricsURL = r.dns.MetricsURL
 	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
 }
 

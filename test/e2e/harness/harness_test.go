@@ -4,6 +4,7 @@ import (
 	"github.com/clustersetdns/multicluster/internal/contract"
 
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,5 +184,25 @@ func TestProcReadings(t *testing.T) {
 		if err != nil || pid <= 0 || !slices.Equal(argv, os.Args) {
 			t.Errorf("findProcess(self) = %d, %v, %v; want %d, %v", pid, argv, err, os.Getpid(), os.Args)
 		}
+	}
+}
+
+func TestCorefile(t *testing.T) {
+	c := &CoreDNS{Host: "127.0.0.1", Port: 5300}
+	got, err := c.corefile(CoreDNSOptions{SkipReady: true, NoLog: true, Metrics: true, Pprof: true, Plugins: "whoami\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pprof, prom string
+	if _, err := fmt.Sscanf(c.PprofURL, "http://%s", &pprof); err != nil || !strings.HasSuffix(pprof, "/debug/pprof") {
+		t.Fatalf("PprofURL %q", c.PprofURL)
+	}
+	if _, err := fmt.Sscanf(c.MetricsURL, "http://%s", &prom); err != nil || !strings.HasSuffix(prom, "/metrics") {
+		t.Fatalf("MetricsURL %q", c.MetricsURL)
+	}
+	want := "clusterset.local:5300 {\n\tbind 127.0.0.1\n\terrors\n\tpprof " + strings.TrimSuffix(pprof, "/debug/pprof") +
+		"\n\tprometheus " + strings.TrimSuffix(prom, "/metrics") + "\n\twhoami\n}\n"
+	if got != want || c.ReadyURL != "" {
+		t.Errorf("corefile:\n%s\nwant:\n%s(ReadyURL %q)", got, want, c.ReadyURL)
 	}
 }
