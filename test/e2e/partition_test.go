@@ -28,12 +28,12 @@ const healWithin = 2 * time.Second
 // faultRig is CoreDNS with the plugin under steady lookups of the names
 // of a namespace of its own, for a fault to be played under.
 type faultRig struct {
-	t       *testing.T
-	ns      string
-	dns     *harness.CoreDNS
-	p       *prober
-	stop    func() // stops the prober
-	logged  int    // how much of the CoreDNS output logSince has read
+	t      *testing.T
+	ns     string
+	dns    *harness.CoreDNS
+	p      *prober
+	stop   func() // stops the prober
+	logged int    // how much of the CoreDNS output logSince has read
 }
 
 // importYAML is a v1beta1 ClusterSetIP ServiceImport of ns.
