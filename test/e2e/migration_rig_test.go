@@ -587,17 +587,17 @@ func (r *migRig) changeSeen(version, name, ip string, change func(u *unstructure
 		r.t.Fatal(err)
 	}
 	accepted = time.Since(written)
-	harness.Eventually(r.t, 15*time.Second, func() error {
-		res, err := r.dns.Dig(dnsName, "A")
-		if err != nil {
-			return err
-		}
-		if err := (want{Answer: []string{a(dnsName, ip)}}).Check(res.Msg(), defaultTTL); err != nil {
-			return err
-		}
-		seen = time.Since(written)
-		return nil
-	})
+	w := &harness.AnswerWatcher{Addr: r.dns.Addr(), Sockets: 1}
+	w.Add(0, harness.Write{Name: dnsName, IP: ip, Sent: written})
+	w.Close()
+	if err := w.Run(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	seen, ok := w.Seen()[0]
+	if !ok {
+		r.t.Fatalf("%s A did not answer %s within 15s of the write", dnsName, ip)
+	}
+	eventually(r.t, r.dns, dnsName, "A", want{Answer: []string{a(dnsName, ip)}})
 	r.p.expect(dnsName, ip)
 	return seen, accepted
 }

@@ -84,9 +84,11 @@ func TestPercentile(t *testing.T) {
 		{hundred, 0.99, 99},
 		{hundred, 0.999, 100},
 		{[]time.Duration{42}, 0.5, 42},
+		{nil, 0.5, 0},
+		{[]time.Duration{3, 1, 2}, 0.5, 2}, // sorted first
 	} {
-		if got := percentile(tc.sorted, tc.q); got != tc.want {
-			t.Errorf("percentile(%d values, %v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
+		if got := latencies(tc.sorted).q(tc.q); got != tc.want {
+			t.Errorf("latencies(%d values).q(%v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
 		}
 	}
 }

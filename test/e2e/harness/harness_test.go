@@ -3,8 +3,14 @@ package harness
 import (
 	"github.com/clustersetdns/multicluster/internal/contract"
 
+	"context"
 	"errors"
+	"net"
+	"sync/atomic"
+	"time"
+
 	"fmt"
+	"github.com/miekg/dns"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,5 +210,43 @@ func TestCorefile(t *testing.T) {
 		"\n\tprometheus " + strings.TrimSuffix(prom, "/metrics") + "\n\twhoami\n}\n"
 	if got != want || c.ReadyURL != "" {
 		t.Errorf("corefile:\n%s\nwant:\n%s(ReadyURL %q)", got, want, c.ReadyURL)
+	}
+}
+
+// An in-process DNS server that answers a.example. with 10.0.0.1 for its
+// first five questions and 10.0.0.2 after: the watcher sees the write that
+// sets 10.0.0.2, and gives up the one that sets 10.0.0.3.
+func TestAnswerWatcher(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		ip := "10.0.0.1"
+		if r.Question[0].Name == "a.example." && asked.Add(1) > 5 {
+			ip = "10.0.0.2"
+		}
+		rr, _ := dns.NewRR(r.Question[0].Name + " 5 IN A " + ip)
+		m.Answer = append(m.Answer, rr)
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	defer srv.Shutdown()
+	w := &AnswerWatcher{Addr: pc.LocalAddr().String(), Sockets: 2, GiveUp: 300 * time.Millisecond}
+	now := time.Now()
+	w.Add(0, Write{Name: "a.example.", IP: "10.0.0.2", Sent: now})
+	w.Add(1, Write{Name: "b.example.", IP: "10.0.0.3", Sent: now})
+	w.Add(2, Write{Name: "c.example.", IP: "10.0.0.4", Sent: now})
+	w.Drop(2)
+	w.Close()
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := w.Seen()
+	if _, ok := seen[0]; !ok || len(seen) != 1 || asked.Load() < 6 {
+		t.Errorf("seen %v after %d questions for a.example.; want write 0 alone, after at least 6", seen, asked.Load())
 	}
 }
