@@ -1,24 +1,23 @@
 package harness
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
 	"context"
 	"errors"
-	"net"
-	"sync/atomic"
-	"time"
-
 	"fmt"
-	"github.com/miekg/dns"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
 // Output of dig 9.18 with +noall +comments +answer +authority +additional.
