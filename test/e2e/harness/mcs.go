@@ -1,6 +1,10 @@
 package harness
 
 import (
+	"context"
+	"fmt"
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +18,11 @@ type Import struct {
 	Namespace, Name string
 	Type            string // ClusterSetIP or Headless
 	IPs             []string
+	IPFamilies      []string
 	Ports           []corev1.ServicePort
+	// More are further fields beside type, ips and ports, such as
+	// sessionAffinity.
+	More map[string]any
 	// Clusters go in status.clusters (v1alpha1, v1beta1), which a create
 	// ignores, or in clusters (v1alpha2).
 	Clusters []string
@@ -35,6 +43,10 @@ func (im Import) Object(version string) *unstructured.Unstructured {
 	if len(im.IPs) > 0 {
 		fields["ips"] = anys(im.IPs)
 	}
+	if len(im.IPFamilies) > 0 {
+		fields["ipFamilies"] = anys(im.IPFamilies)
+	}
+	maps.Copy(fields, im.More)
 	var clusters []any
 	for _, c := range im.Clusters {
 		clusters = append(clusters, map[string]any{"cluster": c})
@@ -45,9 +57,7 @@ func (im Import) Object(version string) *unstructured.Unstructured {
 	}
 	switch {
 	case version == "v1alpha2":
-		for k, v := range fields {
-			obj[k] = v
-		}
+		maps.Copy(obj, fields)
 		if clusters != nil {
 			obj["clusters"] = clusters
 		}
@@ -93,7 +103,11 @@ func MCSSlice(ns, name, service, cluster, managedBy string, ports []corev1.Servi
 func SlicePorts(ports []corev1.ServicePort) []discoveryv1.EndpointPort {
 	var out []discoveryv1.EndpointPort
 	for _, p := range ports {
-		out = append(out, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Protocol: ptr.To(p.Protocol), Port: ptr.To(p.Port)})
+		ep := discoveryv1.EndpointPort{Protocol: ptr.To(p.Protocol), Port: ptr.To(p.Port)}
+		if p.Name != "" {
+			ep.Name = ptr.To(p.Name)
+		}
+		out = append(out, ep)
 	}
 	return out
 }
@@ -105,4 +119,24 @@ func Endpoint(ip, hostname string, ready bool) discoveryv1.Endpoint {
 		ep.Hostname = ptr.To(hostname)
 	}
 	return ep
+}
+
+// WriteImport writes im in version as an MCS controller does: the object,
+// then, outside v1alpha2, its clusters through the status subresource (a
+// create drops status). It returns the stored object.
+func (e *Env) WriteImport(ctx context.Context, im Import, version string) (*unstructured.Unstructured, error) {
+	stored, err := e.Apply(ctx, im.Object(version))
+	if err != nil || version == "v1alpha2" || len(im.Clusters) == 0 {
+		return stored, err
+	}
+	status, _, _ := unstructured.NestedMap(im.Object(version).Object, "status")
+	stored.Object["status"] = status
+	ri, err := e.Resource(stored)
+	if err != nil {
+		return nil, err
+	}
+	if stored, err = ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("writing the status of ServiceImport %s/%s: %w", im.Namespace, im.Name, err)
+	}
+	return stored, nil
 }
