@@ -277,7 +277,12 @@ func podMounts(t testing.TB, opts PodOptions, c *corev1.Container, ca []byte) ([
 
 // Dig asks the pod's port 53 from inside its network namespace.
 func (p *Pod) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	return DigIn(p.Netns, 53, name, qtype, extra...)
+	var r *DigResult
+	err := InNetns(p.Netns, func() (err error) {
+		r, err = Dig(53, name, qtype, extra...)
+		return err
+	})
+	return r, err
 }
 
 // Probe GETs an httpGet probe of the container from inside the pod's

@@ -65,16 +65,6 @@ func InNetns(path string, f func() error) error {
 	return <-errc
 }
 
-// DigIn is Dig run inside the network namespace at netns.
-func DigIn(netns string, port int, name, qtype string, extra ...string) (*DigResult, error) {
-	var r *DigResult
-	err := InNetns(netns, func() (err error) {
-		r, err = Dig(port, name, qtype, extra...)
-		return err
-	})
-	return r, err
-}
-
 // ForwardIntoNetns listens on the TCP address addr inside the network
 // namespace at netns and forwards every connection to the same address in
 // this process's network namespace: a process in netns that has only a
