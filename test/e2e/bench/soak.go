@@ -20,7 +20,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,21 +61,12 @@ const soakTolerance = 0.05
 func runSoak(ctx context.Context, c config) error {
 	c.soakServices = max(20, c.soakServices/10*10)
 	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
-	crd, err := serviceImportCRD(c.repo, "v1alpha2", true)
+	cls, stop, err := startPlanes(ctx, c.repo, fixture{namespaces: 10}, plane{"soak", v1alpha2, "v1alpha2", true})
+	defer stop()
 	if err != nil {
 		return err
 	}
-	env, err := harness.Start(harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
-	if env != nil {
-		defer func() { _ = env.Stop() }()
-	}
-	if err != nil {
-		return err
-	}
-	cl, err := newCluster("soak", v1alpha2, env, fixture{namespaces: 10})
-	if err != nil {
-		return err
-	}
+	cl, env := cls[0], cls[0].env
 	if err := cl.createNamespaces(ctx); err != nil {
 		return err
 	}
