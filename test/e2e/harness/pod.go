@@ -94,26 +94,47 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 
 	id := fmt.Sprintf("e2e-pod-%d-%d", os.Getpid(), podSeq.Add(1))
 	p.Netns = "/var/run/netns/" + id
-	if out, err := exec.Command("ip", "netns", "add", id).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", id).Run() })
-	if out, err := exec.Command("ip", "-n", id, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("ip link set lo up: %v: %s", err, out)
-	}
 	api, err := url.Parse(e.APIServerURL())
 	if err != nil {
 		return nil, err
 	}
-	stop, err := ForwardIntoNetns(p.Netns, api.Host)
+	if err := podNetns(t, id, api.Host); err != nil {
+		return nil, err
+	}
+	bundle, err := p.bundle(t, opts, id, api, mounts)
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(stop)
+	if p.Runc, err = StartRunc(t, bundle, id); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
+// podNetns makes the pod sandbox's network namespace, id, with lo up and
+// the API server's apiHost forwarded into it; the test's end removes it.
+func podNetns(t testing.TB, id, apiHost string) error {
+	if out, err := exec.Command("ip", "netns", "add", id).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", id).Run() })
+	if out, err := exec.Command("ip", "-n", id, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+	}
+	stop, err := ForwardIntoNetns("/var/run/netns/"+id, apiHost)
+	if err != nil {
+		return err
+	}
+	t.Cleanup(stop)
+	return nil
+}
+
+// bundle writes the OCI bundle of p's container (runc spec, changed as
+// containerd's CRI would for the pod) and returns its directory.
+func (p *Pod) bundle(t testing.TB, opts PodOptions, id string, api *url.URL, mounts []any) (string, error) {
 	bundle := t.TempDir()
 	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("runc spec: %v: %s", err, out)
+		return "", fmt.Errorf("runc spec: %v: %s", err, out)
 	}
 	var oci map[string]any
 	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
@@ -121,7 +142,7 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 		err = json.Unmarshal(b, &oci)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	// containerd's CRI for a non-root user: bounding, effective and
 	// permitted; no inheritable or ambient (CVE-2022-24769). The exec keeps
@@ -163,17 +184,14 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o644)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- config.json\n%s", b)
 		}
 	})
-	if p.Runc, err = StartRunc(t, bundle, id); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return bundle, nil
 }
 
 var podSeq atomic.Int64
