@@ -12,16 +12,17 @@
 // hack/stock.sh builds.
 //
 // Files: main.go (the flags and the run: QPS rounds, then -scale or -soak),
-// server.go (one CoreDNS process, pinned, run by the e2e harness, with its
-// Corefile, and its metrics read with expfmt), fixture.go (the objects
-// written to both control planes), check.go (a dig per mix and server
-// before measuring), dnsperf.go (the query files and dnsperf's runs,
-// parsed), proc.go (process memory and CPU time, through
-// prometheus/procfs), scale.go (-scale: memory, time to ready
-// and propagation of a write to the answers), replicas.go (replicas started
-// together against one API server), soak.go (-soak: the long churn and the
-// check of every answer at its end), report.go (the tables, as Markdown) and
-// charts.go (the SVG charts, with gonum/plot).
+// server.go (one CoreDNS process, pinned, run by the e2e harness, and its
+// Go heap from the harness's scrape), fixture.go (the objects, built by the
+// harness, written to the control planes), check.go (a dig per mix and
+// server before measuring), dnsperf.go (the query files and dnsperf's runs,
+// parsed), proc.go (the other processes' share of the CPUs, from the
+// harness's procfs readings), scale.go (-scale: memory, time to ready and
+// propagation of a write to the answers, timed by the harness's
+// AnswerWatcher), replicas.go (replicas started together against one API
+// server), soak.go (-soak: the long churn and the check of every answer at
+// its end), report.go (the tables, as Markdown) and charts.go (the SVG
+// charts, with gonum/plot).
 package main
 
 import (

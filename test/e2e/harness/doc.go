@@ -10,11 +10,22 @@
 //     kube-apiserver with RBAC on 127.0.0.1, the CRDs of deploy/crds, admin
 //     clients, free ports.
 //   - objects.go: objects applied as unstructured (Apply, ApplyAll).
+//   - mcs.go: ServiceImports in any version's shape (Import, Object) and MCS
+//     EndpointSlices (MCSSlice, Endpoint), written as a controller does
+//     (WriteImport).
+//   - crd.go: the ServiceImport CRD of deploy/ and its storage version
+//     (ServiceImportCRD, SetStorage, KeepVersions).
 //   - identity.go: users with their own client certificates, bound to a
 //     ClusterRole; PluginIdentity binds the one of deploy/rbac.yaml and
 //     nothing else.
 //   - coredns.go: CoreDNS built (BuildCoreDNS, or E2E_COREDNS) and run with a
-//     Corefile (StartCoreDNS, RunCoreDNS).
+//     Corefile (StartCoreDNS, RunCoreDNS), with the prometheus and pprof
+//     plugins as options.
+//   - metrics.go: a Prometheus endpoint scraped with expfmt (Scrape,
+//     Metrics.Value, ScrapeValue).
+//   - proc.go: process memory and CPU time, CPU and load, through
+//     prometheus/procfs.
+//   - answers.go: writes timed until DNS answers them (AnswerWatcher).
 //   - dig.go: dig run and its answer parsed (Dig, DigResult), and one
 //     exchange through miekg/dns (Exchange).
 //   - eventually.go: Eventually and Poll, the waits of tests of changes.
