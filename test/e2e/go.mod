@@ -1,6 +1,7 @@
 // Module e2e runs the plugin's CoreDNS against a real kube-apiserver and etcd,
-// and asks it questions with dig. It is a module of its own so that the
-// plugin's go.mod never carries controller-runtime or envtest.
+// and asks it questions with dig; its command bench (hack/bench.sh) measures
+// it on the same harness. It is a module of its own so that the plugin's
+// go.mod never carries controller-runtime, envtest or gonum/plot.
 module github.com/clustersetdns/multicluster/test/e2e
 
 go 1.26.7
