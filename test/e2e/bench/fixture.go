@@ -145,11 +145,27 @@ func (c *cluster) createNamespaces(ctx context.Context) error {
 	return parallel(ctx, 16, len(names), func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Namespaces().Create(ctx,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return ignoreExists(err)
 	})
+}
+
+// createImport creates an import, createSlice an EndpointSlice; one that
+// exists already (an earlier attempt may have got through) is no error.
+func (c *cluster) createImport(ctx context.Context, u *unstructured.Unstructured) error {
+	_, err := c.dyn.Resource(c.version.gvr()).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	return ignoreExists(err)
+}
+
+func (c *cluster) createSlice(ctx context.Context, es *discoveryv1.EndpointSlice) error {
+	_, err := c.kube.DiscoveryV1().EndpointSlices(es.Namespace).Create(ctx, es, metav1.CreateOptions{})
+	return ignoreExists(err)
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // createImports creates ClusterSetIP imports c.loaded..n-1, retrying a
@@ -165,13 +181,7 @@ func (c *cluster) createImports(ctx context.Context, n, workers int) error {
 	err := parallel(ctx, workers, n-from, func(ctx context.Context, k int) error {
 		i := from + k
 		u := c.version.serviceImport(c.fx.namespace(i), importName(i), "ClusterSetIP", []string{importIP(i)}, 1)
-		err := retryTransient(ctx, func(ctx context.Context) error {
-			_, err := c.dyn.Resource(c.version.gvr()).Namespace(c.fx.namespace(i)).Create(ctx, u, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) { // an earlier attempt may have got through
-				return nil
-			}
-			return err
-		})
+		err := retryTransient(ctx, func(ctx context.Context) error { return c.createImport(ctx, u) })
 		if err != nil {
 			return fmt.Errorf("ServiceImport %s/%s: %w", c.fx.namespace(i), importName(i), err)
 		}
@@ -211,8 +221,7 @@ func transient(err error) bool {
 // createHeadless creates the headless import and one EndpointSlice per
 // cluster, every endpoint ready.
 func (c *cluster) createHeadless(ctx context.Context) error {
-	u := c.version.serviceImport(headlessNamespace, headlessName, "Headless", nil, c.fx.clusters)
-	if _, err := c.dyn.Resource(c.version.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.createImport(ctx, c.version.serviceImport(headlessNamespace, headlessName, "Headless", nil, c.fx.clusters)); err != nil {
 		return err
 	}
 	return parallel(ctx, c.fx.clusters, c.fx.clusters, func(ctx context.Context, cl int) error {
@@ -220,12 +229,7 @@ func (c *cluster) createHeadless(ctx context.Context) error {
 		for e := range c.fx.endpoints {
 			ips = append(ips, endpointIP(cl, e))
 		}
-		slice := slice(headlessNamespace, headlessName+"-"+clusterID(cl), headlessName, cl, ips...)
-		_, err := c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return c.createSlice(ctx, slice(headlessNamespace, headlessName+"-"+clusterID(cl), headlessName, cl, ips...))
 	})
 }
 
@@ -314,17 +318,10 @@ func churnFQDN(i int) string { return churnName(i) + "." + headlessNamespace + "
 // createChurnHeadless creates the churn imports and their EndpointSlices.
 func (c *cluster) createChurnHeadless(ctx context.Context) error {
 	return parallel(ctx, 16, churnHeadless, func(ctx context.Context, i int) error {
-		u := c.version.serviceImport(headlessNamespace, churnName(i), "Headless", nil, 1)
-		_, err := c.dyn.Resource(c.version.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := c.createImport(ctx, c.version.serviceImport(headlessNamespace, churnName(i), "Headless", nil, 1)); err != nil {
 			return err
 		}
-		slice := slice(headlessNamespace, churnName(i), churnName(i), 0, fmt.Sprintf("10.151.%d.%d", i>>8, i&255))
-		_, err = c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return c.createSlice(ctx, slice(headlessNamespace, churnName(i), churnName(i), 0, fmt.Sprintf("10.151.%d.%d", i>>8, i&255)))
 	})
 }
 
