@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,29 +127,15 @@ func verWatches(e *harness.Env) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="serviceimports"`) ||
-			!strings.Contains(line, `verb="WATCH"`) {
-			continue
-		}
-		i := strings.Index(line, `version="`)
-		if i < 0 {
-			continue
-		}
-		version := line[i+len(`version="`):]
-		version = version[:strings.IndexByte(version, '"')]
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		out[version] += int(v)
-	}
-	if err := sc.Err(); err != nil {
+	m, err := harness.ParseMetrics(bytes.NewReader(body))
+	if err != nil {
 		return nil, err
+	}
+	out := map[string]int{}
+	for _, s := range m["apiserver_longrunning_requests"].GetMetric() {
+		if l := harness.Labels(s); l["resource"] == "serviceimports" && l["verb"] == "WATCH" {
+			out[l["version"]] += int(harness.SeriesValue(s))
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"time"
@@ -30,48 +31,59 @@ func Scrape(url string) (Metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	m, err := ParseMetrics(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	return families, nil
+	return m, nil
+}
+
+// ParseMetrics parses metrics in the Prometheus text format.
+func ParseMetrics(r io.Reader) (Metrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(r)
 }
 
 // Value is the value of the gauge, counter or untyped series name whose
 // labels are exactly labels, given as name, value pairs; ErrNoSeries when
 // the scrape holds none.
 func (m Metrics) Value(name string, labels ...string) (float64, error) {
+	want := pairs(labels)
 	for _, s := range m[name].GetMetric() {
-		var got []string
-		for _, l := range s.GetLabel() {
-			got = append(got, l.GetName(), l.GetValue())
-		}
-		if !samePairs(got, labels) {
-			continue
-		}
-		switch {
-		case s.Gauge != nil:
-			return s.GetGauge().GetValue(), nil
-		case s.Counter != nil:
-			return s.GetCounter().GetValue(), nil
-		case s.Untyped != nil:
-			return s.GetUntyped().GetValue(), nil
+		if maps.Equal(Labels(s), want) {
+			return SeriesValue(s), nil
 		}
 	}
 	return 0, fmt.Errorf("%s%v: %w", name, labels, ErrNoSeries)
 }
 
-// samePairs says whether two lists of name, value pairs hold the same pairs.
-func samePairs(a, b []string) bool {
-	pairs := func(l []string) map[string]string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(l); i += 2 {
-			m[l[i]] = l[i+1]
-		}
-		return m
+// Labels are a series' labels.
+func Labels(s *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range s.GetLabel() {
+		out[l.GetName()] = l.GetValue()
 	}
-	return len(a) == len(b) && maps.Equal(pairs(a), pairs(b))
+	return out
+}
+
+// SeriesValue is a gauge's, counter's or untyped series' value.
+func SeriesValue(s *dto.Metric) float64 {
+	switch {
+	case s.Gauge != nil:
+		return s.GetGauge().GetValue()
+	case s.Counter != nil:
+		return s.GetCounter().GetValue()
+	}
+	return s.GetUntyped().GetValue()
+}
+
+// pairs are name, value pairs as a map.
+func pairs(l []string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(l); i += 2 {
+		m[l[i]] = l[i+1]
+	}
+	return m
 }
 
 // ScrapeValue scrapes url and returns one series' value (Metrics.Value).
