@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
+	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
 
 // partitionFor is how long the faults of these tests last: long enough
@@ -172,7 +173,7 @@ func TestNetworkPartition(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := harness.Context(5 * time.Minute)
 	defer cancel()
-	link, err := harness.NewNetns(t)
+	link, err := sandbox.NewNetns(t)
 	if err != nil {
 		t.Fatal(err)
 	}

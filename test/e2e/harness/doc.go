@@ -3,8 +3,9 @@
 //
 // The binaries are real: kube-apiserver and etcd from .cache/bin
 // (hack/realenv/build.sh), CoreDNS built from ./cmd/coredns, or the image
-// run under runc as a pod. The tests of test/e2e, test/e2e/cmd/devenv
-// (hack/run.sh) and the bench (hack/bench.sh) all start their servers here.
+// run under runc as a pod (package sandbox). The tests of test/e2e,
+// test/e2e/cmd/devenv (hack/run.sh) and the bench (hack/bench.sh) all start
+// their servers here.
 //
 //   - env.go: the control plane (Options, Env, Start): etcd and
 //     kube-apiserver with RBAC on 127.0.0.1, the CRDs of deploy/crds, admin
@@ -30,12 +31,7 @@
 //     exchange through miekg/dns (Exchange).
 //   - eventually.go: Eventually and Poll, the waits of tests of changes.
 //   - restart.go: kube-apiserver restarted, etcd killed and compacted.
-//   - netns.go: a network namespace joined by a veth pair whose packets can
-//     be dropped: a network partition (needs root, iproute2, iptables).
-//   - runc.go: the image unpacked and run under runc, processes and dig in a
-//     network namespace, the API server's address forwarded into it.
-//   - pod.go: a Deployment's container run under runc as the kubelet would
-//     start it, with its probes.
+//   - innetns.go: a function run inside a network namespace (InNetns).
 //   - audit.go: the API server's audit log, for counting a user's requests.
 //   - repo.go: the plugin's checkout (RepoRoot; E2E_REPO_ROOT overrides it).
 package harness

@@ -1,4 +1,4 @@
-package harness
+package sandbox
 
 import (
 	"cmp"
@@ -22,6 +22,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // PodOptions say which container of a Deployment to run under runc, and
@@ -65,7 +67,7 @@ type Pod struct {
 // naming the API server: credentials as in a cluster, no kubeconfig.
 // seccomp is left out: runc has no RuntimeDefault profile. Needs root.
 // Everything is removed when the test ends.
-func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
+func StartPod(t testing.TB, e *harness.Env, opts PodOptions) (*Pod, error) {
 	t.Helper()
 	spec := opts.Deployment.Spec.Template.Spec
 	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return opts.Container == "" || c.Name == opts.Container })
@@ -294,10 +296,10 @@ func podMounts(t testing.TB, opts PodOptions, c *corev1.Container, ca []byte) ([
 }
 
 // Dig asks the pod's port 53 from inside its network namespace.
-func (p *Pod) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	var r *DigResult
-	err := InNetns(p.Netns, func() (err error) {
-		r, err = Dig(53, name, qtype, extra...)
+func (p *Pod) Dig(name, qtype string, extra ...string) (*harness.DigResult, error) {
+	var r *harness.DigResult
+	err := harness.InNetns(p.Netns, func() (err error) {
+		r, err = harness.Dig(53, name, qtype, extra...)
 		return err
 	})
 	return r, err
@@ -321,7 +323,7 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 	u := fmt.Sprintf("http://127.0.0.1:%d%s", port, probe.HTTPGet.Path)
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 		Dial: func(network, addr string) (conn net.Conn, err error) {
-			err = InNetns(p.Netns, func() error { conn, err = net.DialTimeout(network, addr, time.Second); return err })
+			err = harness.InNetns(p.Netns, func() error { conn, err = net.DialTimeout(network, addr, time.Second); return err })
 			return conn, err
 		}}}
 	resp, err := c.Get(u)
@@ -340,9 +342,9 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 // moment before the server's TCP listener accepts (seen in a CI-style run:
 // connection refused on the first query after ready).
 func (p *Pod) WaitReady(within time.Duration) error {
-	return Poll(within, func() error {
+	return harness.Poll(within, func() error {
 		if ok, err := p.Exited(0); ok {
-			return Permanent(fmt.Errorf("the container exited: %v\n%s", err, p.Output()))
+			return harness.Permanent(fmt.Errorf("the container exited: %v\n%s", err, p.Output()))
 		}
 		if err := p.Probe(p.Container.ReadinessProbe); err != nil {
 			return err
