@@ -10,7 +10,7 @@
 # Every server runs with GOMAXPROCS=1 on CPU 1, dnsperf on CPU 0.
 #
 # Usage: hack/bench.sh [-rounds 5] [-duration 10s] [-scale] [-pprof] [other
-# flags of the driver in bench/: .cache/bench/bench -h lists them]. -scale adds,
+# flags of the driver in test/e2e/bench: .cache/bench/bench -h lists them]. -scale adds,
 # at 10,000 and then 100,000 imports (-scale-imports 10000,100000), stock's and
 # ours' time to ready and memory: VmRSS, RssAnon, VmHWM, and the Go heap from
 # the prometheus plugin. Compare RssAnon and the Go heap (a table gives
@@ -70,7 +70,7 @@ stock=$(hack/stock.sh)
 
 echo "bench: building the project's CoreDNS (./cmd/coredns) and the benchmark driver"
 go build -trimpath -o "$out/coredns-ours" ./cmd/coredns
-(cd bench && go build -o "$out/bench" .)
+(cd test/e2e && go build -o "$out/bench" ./bench)
 echo "bench: binaries ready ($((SECONDS - start))s)"
 
 E2E_REPO_ROOT=$top "$out/bench" -repo "$top" -ours "$out/coredns-ours" -stock "$stock" "$@"

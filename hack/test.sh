@@ -157,10 +157,6 @@ step "go vet ./... (test/e2e)"
 
 step "go vet and go test (hack/image)"
 (cd hack/image && go vet ./... && go test -count=1 ./...) || fail "hack/image"
-if [ -f bench/go.mod ]; then
-	step "go vet and go test (bench)"
-	(cd bench && go vet ./... && go test -count=1 ./...) || fail "bench"
-fi
 
 # The binary of the image, built exactly as the Dockerfile builds it
 # (CGO_ENABLED=0, -trimpath, -ldflags "-s -w"), packed into the image tarball

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
+	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
 
 // corednsChartValues is what deploy/coredns-chart/values.yaml sets of the
@@ -126,7 +127,7 @@ func TestCoreDNSChartValues(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: dep.Spec.Template.Spec.Volumes[0].ConfigMap.Name},
 		Data: map[string]string{"Corefile": corefile}}
 	rootfs, img := podImage(t)
-	pod, err := env.StartPod(t, harness.PodOptions{Deployment: &dep, ConfigMaps: []*corev1.ConfigMap{cm},
+	pod, err := sandbox.StartPod(t, env, sandbox.PodOptions{Deployment: &dep, ConfigMaps: []*corev1.ConfigMap{cm},
 		Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/clustersetdns/multicluster/cache"
@@ -46,45 +46,27 @@ const confPortsYAML = `
 // confEndpoint is one endpoint of hello's EndpointSlices.
 type confEndpoint = mcsEndpoint
 
+// confPorts are hello's ports, as confPortsYAML.
+var confPorts = []corev1.ServicePort{
+	{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42},
+	{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42},
+}
+
 // confImport writes hello's ServiceImport in ns through v1beta1, as an MCS
-// controller does: spec on create, then status.clusters through the status
-// subresource (a create drops status).
+// controller does.
 func confImport(t *testing.T, ns, typ string, ips []string) {
 	t.Helper()
-	ipsYAML := ""
-	if len(ips) > 0 {
-		ipsYAML = fmt.Sprintf("\n  ips: [%q, %q]", ips[0], ips[1])
-	}
-	objs := apply(t, fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: %s, namespace: %s}
-spec:
-  type: %s%s
-  ipFamilies: [IPv4, IPv6]
-  ports:%s
-  sessionAffinity: ClientIP
-  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10}}
-`, confService, ns, typ, ipsYAML, confPortsYAML))
-	ctx, cancel := harness.Context(30 * time.Second)
-	defer cancel()
-	ri := env.Dynamic.Resource(confImportGVR).Namespace(ns)
-	stored, err := ri.Get(ctx, objs[0].GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusters := []any{map[string]any{"cluster": confClusterID}}
-	if err := unstructured.SetNestedSlice(stored.Object, clusters, "status", "clusters"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("writing the status of ServiceImport %s/%s: %v", ns, confService, err)
-	}
+	writeImport(t, harness.Import{Namespace: ns, Name: confService, Type: typ, IPs: ips, IPFamilies: []string{"IPv4", "IPv6"},
+		Ports: confPorts, Clusters: []string{confClusterID}, More: map[string]any{
+			"sessionAffinity":       "ClientIP",
+			"sessionAffinityConfig": map[string]any{"clientIP": map[string]any{"timeoutSeconds": int64(10)}},
+		}})
 }
 
 // confSlice writes one MCS EndpointSlice of hello in ns, from confClusterID.
 func confSlice(t *testing.T, ns, name, addressType string, eps []confEndpoint) {
 	t.Helper()
-	applyMCSSlice(t, ns, name, confService, confClusterID, confManagedBy, addressType, strings.ReplaceAll(confPortsYAML, "\n  ", "\n"), eps)
+	applyMCSSlice(t, ns, name, confService, confClusterID, confManagedBy, addressType, confPorts, eps)
 }
 
 // confNamespace creates a namespace of the spec's own, as the suite's

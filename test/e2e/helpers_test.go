@@ -6,6 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -90,34 +95,43 @@ func (ep mcsEndpoint) label() string {
 	return strings.NewReplacer(".", "-", ":", "-").Replace(ep.addr)
 }
 
-// applyMCSSlice writes an MCS EndpointSlice: name in ns, for service, from
-// cluster, managed by managedBy, with the YAML list of ports (each item
-// starting "\n- ") and the endpoints eps.
-func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressType, ports string, eps []mcsEndpoint) {
-	t.Helper()
-	var b strings.Builder
-	for _, ep := range eps {
-		fmt.Fprintf(&b, "- addresses: [%q]\n", ep.addr)
-		if ep.hostname != "" {
-			fmt.Fprintf(&b, "  hostname: %s\n", ep.hostname)
-		}
-		if ep.ready == "" {
-			b.WriteString("  conditions: {}\n")
-		} else {
-			fmt.Fprintf(&b, "  conditions: {ready: %s}\n", ep.ready)
-		}
+// endpoint is ep as an EndpointSlice holds it.
+func (ep mcsEndpoint) endpoint() discoveryv1.Endpoint {
+	e := harness.Endpoint(ep.addr, ep.hostname, ep.ready == "true")
+	if ep.ready == "" {
+		e.Conditions.Ready = nil
 	}
-	apply(t, fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %s
-  namespace: %s
-  labels:
-    multicluster.kubernetes.io/service-name: %s
-    multicluster.kubernetes.io/source-cluster: %s
-    endpointslice.kubernetes.io/managed-by: %s
-addressType: %s
-ports:%s
-endpoints:
-%s`, name, ns, service, cluster, managedBy, addressType, ports, b.String()))
+	return e
+}
+
+// applyMCSSlice writes an MCS EndpointSlice: name in ns, for service, from
+// cluster, managed by managedBy, of addressType, with ports and the
+// endpoints eps.
+func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressType string, ports []corev1.ServicePort, eps []mcsEndpoint) {
+	t.Helper()
+	es := harness.MCSSlice(ns, name, service, cluster, managedBy, ports)
+	es.AddressType = discoveryv1.AddressType(addressType)
+	for _, ep := range eps {
+		es.Endpoints = append(es.Endpoints, ep.endpoint())
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("discovery.k8s.io/v1")
+	u.SetKind("EndpointSlice")
+	applyObjects(t, u)
+}
+
+// writeImport writes im through v1beta1 as an MCS controller does
+// (harness.Env.WriteImport) and deletes it when the test ends.
+func writeImport(t *testing.T, im harness.Import) {
+	t.Helper()
+	ctx, cancel := harness.Context(30 * time.Second)
+	defer cancel()
+	if _, err := env.WriteImport(ctx, im, "v1beta1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteQuietly(env.Dynamic.Resource(confImportGVR).Namespace(im.Namespace), im.Name) })
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
+	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
 
 // kubeadm's CoreDNS objects, as kubeadm names them.
@@ -113,7 +114,7 @@ func TestInPlaceKubeadm(t *testing.T) {
 	// The Deployment's container, as the kubelet would start it now.
 	rootfs, img := podImage(t)
 	token := serviceAccountToken(t, e, kubeadmNS, kubeadmName, installed.role.Rules)
-	pod, err := e.StartPod(t, harness.PodOptions{Deployment: installed.dep, ConfigMaps: []*corev1.ConfigMap{installed.cm},
+	pod, err := sandbox.StartPod(t, e, sandbox.PodOptions{Deployment: installed.dep, ConfigMaps: []*corev1.ConfigMap{installed.cm},
 		Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: true})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func readKubeadmObjects(ctx context.Context, t *testing.T, e *harness.Env) kubea
 // Service's address, and every contract question in the zone its answer. A
 // cache in the cluster's Corefile lowers TTLs, so rcode and answer records
 // are compared.
-func answersClusterAndZone(ctx context.Context, t *testing.T, e *harness.Env, pod *harness.Pod) {
+func answersClusterAndZone(ctx context.Context, t *testing.T, e *harness.Env, pod *sandbox.Pod) {
 	t.Helper()
 	svc, err := e.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {

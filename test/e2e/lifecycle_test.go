@@ -13,10 +13,22 @@ import (
 // apply applies YAML objects as the admin, deleting them when the test ends.
 func apply(t testing.TB, yaml string) []*unstructured.Unstructured {
 	t.Helper()
+	objs, err := contract.DecodeYAML([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract.SortForCreation(objs)
+	applyObjects(t, objs...)
+	return objs
+}
+
+// applyObjects applies objs in order and deletes them, but namespaces, when
+// the test ends.
+func applyObjects(t testing.TB, objs ...*unstructured.Unstructured) {
+	t.Helper()
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	objs, err := env.ApplyYAML(ctx, yaml)
-	if err != nil {
+	if err := env.ApplyAll(ctx, objs); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -31,7 +43,6 @@ func apply(t testing.TB, yaml string) []*unstructured.Unstructured {
 			}
 		}
 	})
-	return objs
 }
 
 func remove(t testing.TB, yaml string) {

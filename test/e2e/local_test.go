@@ -114,13 +114,13 @@ func TestLocalClusterFirst(t *testing.T) {
 	r.create(db)
 	r.create(anyDB)
 	east := func(ready bool) *discoveryv1.EndpointSlice {
-		return migSlice(ns, "db", "east", migEndpoint{ip: "10.80.1.1", hostname: "db-0", ready: ready})
+		return migSlice(ns, "db", "east", harness.Endpoint("10.80.1.1", "db-0", ready))
 	}
 	r.createSlice(east(true))
-	r.createSlice(migSlice(ns, "db", "west", migEndpoint{ip: "10.80.2.1", hostname: "db-0", ready: true},
-		migEndpoint{ip: "10.80.2.2", hostname: "db-1", ready: true}))
-	r.createSlice(migSlice(ns, "any", "east", migEndpoint{ip: "10.81.1.1", ready: true}))
-	r.createSlice(migSlice(ns, "any", "west", migEndpoint{ip: "10.81.2.1", ready: true}))
+	r.createSlice(migSlice(ns, "db", "west", harness.Endpoint("10.80.2.1", "db-0", true),
+		harness.Endpoint("10.80.2.2", "db-1", true)))
+	r.createSlice(migSlice(ns, "any", "east", harness.Endpoint("10.81.1.1", "", true)))
+	r.createSlice(migSlice(ns, "any", "west", harness.Endpoint("10.81.2.1", "", true)))
 
 	// As the plugin's identity, with deploy/rbac.yaml's rules: the
 	// ClusterProperty is listed and watched by name.
@@ -167,7 +167,7 @@ func TestLocalClusterFirst(t *testing.T) {
 
 	// Both series count: local answers while east was local, clusterset-wide ones for any and after.
 	for _, scope := range []string{metricname.ScopeLocal, metricname.ScopeClusterset} {
-		v, err := scrape(r.metricsURL, fmt.Sprintf("%s{%s=%q}", metricname.HeadlessAnswers, metricname.Scope, scope))
+		v, err := harness.ScrapeValue(r.metricsURL, metricname.HeadlessAnswers, metricname.Scope, scope)
 		if err != nil || v == 0 {
 			t.Errorf("%s{scope=%q} = %v, %v", metricname.HeadlessAnswers, scope, v, err)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/cache"
@@ -62,10 +58,9 @@ func migUpstreamCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 func migUpstreamV1alpha1Only(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crd := migUpstreamCRD(t)
-	crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
-		return v.Name != "v1alpha1"
-	})
-	crd.Spec.Versions[0].Served, crd.Spec.Versions[0].Storage = true, true
+	if err := harness.KeepVersions(crd, "v1alpha1"); err != nil {
+		t.Fatal(err)
+	}
 	return crd
 }
 
@@ -76,13 +71,9 @@ func migReadCRD(t testing.TB, dir string) *apiextensionsv1.CustomResourceDefinit
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(repo, dir, "multicluster.x-k8s.io_serviceimports.yaml"))
+	crd, err := harness.ServiceImportCRD(repo, dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatalf("%s: %v", dir, err)
 	}
 	return crd
 }
@@ -157,60 +148,24 @@ func migVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *api
 	return nil
 }
 
-// migPorts are the ports of every ServiceImport of these tests.
-func migPorts(typ string) []any {
+// migPorts are the ports of every ServiceImport and EndpointSlice of these
+// tests.
+func migPorts(typ string) []corev1.ServicePort {
 	if typ == "Headless" {
-		return []any{map[string]any{"name": "pg", "protocol": "TCP", "port": int64(5432)}}
+		return []corev1.ServicePort{harness.TCP("pg", 5432)}
 	}
-	return []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}}
+	return []corev1.ServicePort{harness.TCP("http", 80)}
 }
 
-// migImport is a ServiceImport in the spec/status shape (v1alpha1, v1beta1).
+// migImport is a ServiceImport in version's shape.
 func migImport(version, ns, name, typ string, ips ...string) *unstructured.Unstructured {
-	spec := map[string]any{"type": typ, "ports": migPorts(typ)}
-	if len(ips) > 0 {
-		spec["ips"] = migAny(ips)
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "multicluster.x-k8s.io/" + version, "kind": "ServiceImport",
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec":     spec,
-	}}
+	return harness.Import{Namespace: ns, Name: name, Type: typ, IPs: ips, Ports: migPorts(typ)}.Object(version)
 }
 
-func migAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
-// migEndpoint is one endpoint of a headless service's EndpointSlice.
-type migEndpoint struct {
-	ip, hostname string
-	ready        bool
-}
-
-// migSlice is a multi-cluster EndpointSlice of service name, from cluster.
-func migSlice(ns, name, cluster string, eps ...migEndpoint) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + cluster, Labels: map[string]string{
-			mcsv1beta1.LabelServiceName:              name,
-			mcsv1beta1.LabelSourceCluster:            cluster,
-			"endpointslice.kubernetes.io/managed-by": "mcs-controller.example.com",
-		}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},
-	}
-	for _, e := range eps {
-		ep := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(e.ready)}}
-		if e.hostname != "" {
-			ep.Hostname = ptr.To(e.hostname)
-		}
-		es.Endpoints = append(es.Endpoints, ep)
-	}
-	return es
+// migSlice is a multi-cluster EndpointSlice of headless service name, from
+// cluster.
+func migSlice(ns, name, cluster string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return harness.MCSSlice(ns, name+"-"+cluster, name, cluster, "mcs-controller.example.com", migPorts("Headless"), eps...)
 }
 
 // prober asks CoreDNS for every name's A records, over and over, and counts
@@ -374,14 +329,8 @@ func (r *migRig) runCoreDNS(options ...string) {
 // runCoreDNSAs is runCoreDNS as another identity.
 func (r *migRig) runCoreDNSAs(id *harness.Identity, options ...string) {
 	r.t.Helper()
-	promPort, err := harness.FreeTCPPort()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)
-	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
-		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(id.Kubeconfig, options...),
-	})
+	r.dns = harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Metrics: true, Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
+	r.metricsURL = r.dns.MetricsURL
 	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
 }
 
@@ -400,8 +349,8 @@ func (r *migRig) answers(name string, ips ...string) {
 // gauge reads coredns_multicluster_<name>{version}; a version the plugin
 // never set is 0.
 func (r *migRig) gauge(name, version string) (float64, error) {
-	v, err := scrape(r.metricsURL, fmt.Sprintf(`coredns_multicluster_%s{version=%q}`, name, version))
-	if err != nil && strings.Contains(err.Error(), "not among the metrics") {
+	v, err := harness.ScrapeValue(r.metricsURL, "coredns_multicluster_"+name, "version", version)
+	if errors.Is(err, harness.ErrNoSeries) {
 		return 0, nil
 	}
 	return v, err
@@ -638,17 +587,17 @@ func (r *migRig) changeSeen(version, name, ip string, change func(u *unstructure
 		r.t.Fatal(err)
 	}
 	accepted = time.Since(written)
-	harness.Eventually(r.t, 15*time.Second, func() error {
-		res, err := r.dns.Dig(dnsName, "A")
-		if err != nil {
-			return err
-		}
-		if err := (want{Answer: []string{a(dnsName, ip)}}).Check(res.Msg(), defaultTTL); err != nil {
-			return err
-		}
-		seen = time.Since(written)
-		return nil
-	})
+	w := &harness.AnswerWatcher{Addr: r.dns.Addr(), Sockets: 1}
+	w.Add(0, harness.Write{Name: dnsName, IP: ip, Sent: written})
+	w.Close()
+	if err := w.Run(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	seen, ok := w.Seen()[0]
+	if !ok {
+		r.t.Fatalf("%s A did not answer %s within 15s of the write", dnsName, ip)
+	}
+	eventually(r.t, r.dns, dnsName, "A", want{Answer: []string{a(dnsName, ip)}})
 	r.p.expect(dnsName, ip)
 	return seen, accepted
 }
@@ -748,11 +697,11 @@ func (r *migRig) populate(version string) {
 	}
 	r.create(migImport(version, r.ns, "db", "Headless"))
 	r.createSlice(migSlice(r.ns, "db", "west",
-		migEndpoint{ip: "10.1.0.11", hostname: "db-0", ready: true},
-		migEndpoint{ip: "10.1.0.12", ready: true},
-		migEndpoint{ip: "10.1.0.13", hostname: "db-2", ready: false}))
+		harness.Endpoint("10.1.0.11", "db-0", true),
+		harness.Endpoint("10.1.0.12", "", true),
+		harness.Endpoint("10.1.0.13", "db-2", false)))
 	r.createSlice(migSlice(r.ns, "db", "east",
-		migEndpoint{ip: "10.2.0.21", hostname: "db-0", ready: true}))
+		harness.Endpoint("10.2.0.21", "db-0", true)))
 }
 
 // expectAll waits for every name of populate to answer.

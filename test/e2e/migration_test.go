@@ -2,19 +2,12 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -26,26 +19,10 @@ var siV2 = cache.ServiceImports("v1alpha2")
 // served, the first of them the storage version.
 func projectCRD(t testing.TB, versions ...string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	repo, err := harness.RepoRoot()
-	if err != nil {
+	crd := migReadCRD(t, "deploy/crds")
+	if err := harness.KeepVersions(crd, versions...); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "deploy/crds/multicluster.x-k8s.io_serviceimports.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	var keep []apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range crd.Spec.Versions {
-		if i := slices.Index(versions, v.Name); i >= 0 {
-			v.Served, v.Storage = true, i == 0
-			keep = append(keep, v)
-		}
-	}
-	crd.Spec.Versions = keep
 	return crd
 }
 
@@ -80,7 +57,7 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 	// object loses its fields at the API server: absent, logged and counted.
 	r.create(migImport("v1alpha1", r.ns, "lost", "ClusterSetIP", "10.99.0.1"))
 	harness.Eventually(t, 10*time.Second, func() error {
-		v, err := scrape(r.metricsURL, `coredns_multicluster_skipped_objects_total{kind="ServiceImport",reason="data_lost"}`)
+		v, err := harness.ScrapeValue(r.metricsURL, "coredns_multicluster_skipped_objects_total", "kind", "ServiceImport", "reason", "data_lost")
 		if err == nil && v < 1 {
 			err = fmt.Errorf("data loss not counted")
 		}
@@ -96,24 +73,4 @@ func TestMigrationFromV1alpha1(t *testing.T) {
 
 	// Updates after the migration show, the second within 2 seconds.
 	r.finish("v1alpha2", func(u *unstructured.Unstructured, ip string) { u.Object["ips"] = []any{ip} })
-}
-
-// scrape reads one sample of a Prometheus text exposition; name includes the
-// labels as printed, e.g. `m{a="b"}`.
-func scrape(url, name string) (float64, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(body)) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			return strconv.ParseFloat(rest, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s not among the metrics", name)
 }

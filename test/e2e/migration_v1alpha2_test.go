@@ -52,17 +52,18 @@ func migToRoot(t *testing.T) func(u *unstructured.Unstructured) {
 		if _, ok := u.Object["type"]; ok {
 			t.Fatalf("%s read through v1alpha2 has root fields before the rewrite: %v", u.GetName(), u.Object)
 		}
+		root := migImport("v1alpha2", "", "", "Headless")
 		if strings.HasPrefix(u.GetName(), "svc") {
 			var i int
 			if _, err := fmt.Sscanf(u.GetName(), "svc%d", &i); err != nil {
 				t.Fatal(err)
 			}
-			u.Object["type"] = "ClusterSetIP"
-			u.Object["ips"] = []any{migIP(i, 0)}
-			u.Object["ports"] = migPorts("ClusterSetIP")
-		} else {
-			u.Object["type"] = "Headless"
-			u.Object["ports"] = migPorts("Headless")
+			root = migImport("v1alpha2", "", "", "ClusterSetIP", migIP(i, 0))
+		}
+		for _, k := range []string{"type", "ips", "ports"} {
+			if v, ok := root.Object[k]; ok {
+				u.Object[k] = v
+			}
 		}
 	}
 }

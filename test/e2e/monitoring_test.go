@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
@@ -38,20 +35,14 @@ spec:
   ips: ["not-an-ip"]
   ports: [{name: http, protocol: TCP, port: 80}]
 `)
-	promPort, err := harness.FreeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		Plugins: fmt.Sprintf("prometheus 127.0.0.1:%d\n", promPort) + harness.MulticlusterBlock(plugin.Kubeconfig),
-	})
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Metrics: true, Plugins: harness.MulticlusterBlock(plugin.Kubeconfig)})
 	// One answer of each result but SERVFAIL, which a synced server does
 	// not give; its counter exists beside the others all the same.
 	expect(t, c, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	expect(t, c, defaultTTL, n("nosuch.demo"), "A", nxdomain())
 	expect(t, c, defaultTTL, n("web.demo"), "TXT", nodata())
 
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)
+	url := c.MetricsURL
 	var exported map[string]*series
 	harness.Eventually(t, 10*time.Second, func() error {
 		var err error
@@ -79,13 +70,7 @@ spec:
 type series struct{ values map[string][]string }
 
 func scrapeAll(url string) (map[string]*series, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
+	families, err := harness.Scrape(url)
 	if err != nil {
 		return nil, err
 	}

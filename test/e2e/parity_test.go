@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/miekg/dns"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -42,7 +41,7 @@ import (
 func TestParityWithStock(t *testing.T) {
 	stock := os.Getenv("E2E_STOCK_COREDNS")
 	if stock == "" {
-		t.Skip("E2E_STOCK_COREDNS is not set: set it to stock CoreDNS v1.15.0, which hack/stock.sh builds once (bench/stock, about 5 CPU-minutes) and whose path it prints, e.g. E2E_STOCK_COREDNS=$(hack/stock.sh); hack/test.sh does this")
+		t.Skip("E2E_STOCK_COREDNS is not set: set it to stock CoreDNS v1.15.0, which hack/stock.sh builds once (hack/stock, about 5 CPU-minutes) and whose path it prints, e.g. E2E_STOCK_COREDNS=$(hack/stock.sh); hack/test.sh does this")
 	}
 	if _, err := os.Stat(stock); err != nil {
 		t.Fatalf("E2E_STOCK_COREDNS: %v", err)
@@ -398,63 +397,28 @@ func parityFixture() ([]parityImport, []parityHeadless) {
 	return imports, headless
 }
 
-func (im parityImport) portsYAML(indent string) string {
-	var b strings.Builder
+// servicePorts are im's ports.
+func (im parityImport) servicePorts() []corev1.ServicePort {
+	var out []corev1.ServicePort
 	for _, p := range im.ports {
-		fmt.Fprintf(&b, "\n%s- {", indent)
-		if p.name != "" {
-			fmt.Fprintf(&b, "name: %s, ", p.name)
-		}
-		fmt.Fprintf(&b, "protocol: %s, port: %d}", p.proto, p.port)
+		out = append(out, corev1.ServicePort{Name: p.name, Protocol: corev1.Protocol(p.proto), Port: int32(p.port)})
 	}
-	return b.String()
+	return out
 }
 
-// parityWriteImport writes im through v1beta1 as an MCS controller does:
-// spec on create, then status.clusters through the status subresource.
+// parityWriteImport writes im through v1beta1 as an MCS controller does,
+// from cluster-a and cluster-b.
 func parityWriteImport(t *testing.T, im parityImport) {
 	t.Helper()
-	ips := ""
-	if len(im.ips) > 0 {
-		ips = fmt.Sprintf("\n  ips: [%s]", quoteAll(im.ips))
-	}
-	objs := apply(t, fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: %s, namespace: %s}
-spec:
-  type: %s%s
-  ipFamilies: [%s]
-  ports:%s
-`, im.name, im.ns, im.typ, ips, strings.Join(im.families, ", "), im.portsYAML("  ")))
-	ctx, cancel := harness.Context(30 * time.Second)
-	defer cancel()
-	ri := env.Dynamic.Resource(confImportGVR).Namespace(im.ns)
-	stored, err := ri.Get(ctx, objs[0].GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	status := []any{map[string]any{"cluster": "cluster-a"}, map[string]any{"cluster": "cluster-b"}}
-	if err := unstructured.SetNestedSlice(stored.Object, status, "status", "clusters"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("writing the status of ServiceImport %s/%s: %v", im.ns, im.name, err)
-	}
+	writeImport(t, harness.Import{Namespace: im.ns, Name: im.name, Type: im.typ, IPs: im.ips, IPFamilies: im.families,
+		Ports: im.servicePorts(), Clusters: []string{"cluster-a", "cluster-b"}})
 }
 
 // parityWriteSlice writes one MCS EndpointSlice of im from s.cluster.
 func parityWriteSlice(t *testing.T, im parityImport, s paritySlice) {
 	t.Helper()
 	applyMCSSlice(t, im.ns, im.name+"-"+s.cluster+"-"+strings.ToLower(s.addressType), im.name, s.cluster,
-		"parity.multicluster.x-k8s.io", s.addressType, im.portsYAML(""), s.endpoints)
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = strconv.Quote(s)
-	}
-	return strings.Join(q, ", ")
+		"parity.multicluster.x-k8s.io", s.addressType, im.servicePorts(), s.endpoints)
 }
 
 // paritySynced checks that c answers every ClusterSetIP import's address, and

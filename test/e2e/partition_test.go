@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
+	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
 
 // partitionFor is how long the faults of these tests last: long enough
@@ -29,13 +29,12 @@ const healWithin = 2 * time.Second
 // faultRig is CoreDNS with the plugin under steady lookups of the names
 // of a namespace of its own, for a fault to be played under.
 type faultRig struct {
-	t       *testing.T
-	ns      string
-	dns     *harness.CoreDNS
-	metrics string // the prometheus plugin's /metrics
-	p       *prober
-	stop    func() // stops the prober
-	logged  int    // how much of the CoreDNS output logSince has read
+	t      *testing.T
+	ns     string
+	dns    *harness.CoreDNS
+	p      *prober
+	stop   func() // stops the prober
+	logged int    // how much of the CoreDNS output logSince has read
 }
 
 // importYAML is a v1beta1 ClusterSetIP ServiceImport of ns.
@@ -63,13 +62,8 @@ func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts har
 	if _, err := e.ApplyYAML(ctx, strings.Join(docs, "---\n")); err != nil {
 		t.Fatal(err)
 	}
-	metricsPort, err := harness.FreeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := cmp.Or(opts.Host, "127.0.0.1")
-	opts.Plugins = harness.MulticlusterBlock(kubeconfig) + "prometheus " + net.JoinHostPort(host, strconv.Itoa(metricsPort)) + "\n"
-	r := &faultRig{t: t, ns: ns, metrics: "http://" + net.JoinHostPort(host, strconv.Itoa(metricsPort)) + "/metrics"}
+	opts.Plugins, opts.Metrics = harness.MulticlusterBlock(kubeconfig), true
+	r := &faultRig{t: t, ns: ns}
 	r.dns = harness.RunCoreDNS(t, coredns, opts)
 	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
 	for i := range 20 {
@@ -93,7 +87,7 @@ func (r *faultRig) health() string {
 		resp.Body.Close()
 		ready = strconv.Itoa(resp.StatusCode)
 	}
-	synced, err := scrape(r.metrics, "coredns_multicluster_synced")
+	synced, err := harness.ScrapeValue(r.dns.MetricsURL, "coredns_multicluster_synced")
 	if err != nil {
 		return fmt.Sprintf("ready %s, synced: %v", ready, err)
 	}
@@ -179,7 +173,7 @@ func TestNetworkPartition(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := harness.Context(5 * time.Minute)
 	defer cancel()
-	link, err := harness.NewNetns(t)
+	link, err := sandbox.NewNetns(t)
 	if err != nil {
 		t.Fatal(err)
 	}

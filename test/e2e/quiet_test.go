@@ -96,11 +96,12 @@ func TestQuietWhenIdle(t *testing.T) {
 	// A version stops being served: v1alpha2 again, v1beta1 the storage
 	// version once more. The plugin stops watching it within 5s.
 	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		if err := harness.SetStorage(crd, "v1beta1"); err != nil {
+			t.Fatal(err)
+		}
 		for i := range crd.Spec.Versions {
-			v := &crd.Spec.Versions[i]
-			v.Storage = v.Name == "v1beta1"
-			if v.Name == "v1alpha2" {
-				v.Served = false
+			if crd.Spec.Versions[i].Name == "v1alpha2" {
+				crd.Spec.Versions[i].Served = false
 			}
 		}
 	})

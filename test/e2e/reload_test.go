@@ -14,8 +14,8 @@ import (
 )
 
 // goroutines reads the goroutine count from the pprof plugin.
-func goroutines(pprofPort int) (int, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", pprofPort))
+func goroutines(pprofURL string) (int, error) {
+	resp, err := http.Get(pprofURL + "/goroutine?debug=1")
 	if err != nil {
 		return 0, err
 	}
@@ -33,15 +33,9 @@ func goroutines(pprofPort int) (int, error) {
 // Reloading the Corefile five times must not leak informers or goroutines:
 // each reload stops the old plugin instance's informers.
 func TestReloadLeaksNothing(t *testing.T) {
-	pprofPort, err := harness.FreeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := func(port, ttl int) string {
-		return fmt.Sprintf("clusterset.local:%d {\n\tbind 127.0.0.1\n\terrors\n\treload 2s 1s\n\tpprof 127.0.0.1:%d\n\t%s}\n",
-			port, pprofPort, strings.ReplaceAll(harness.MulticlusterBlock(plugin.Kubeconfig, fmt.Sprintf("ttl %d", ttl)), "\n", "\n\t"))
-	}
-	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Corefile: func(port int) string { return conf(port, 10) }})
+	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Pprof: true,
+		Plugins: "reload 2s 1s\n" + harness.MulticlusterBlock(plugin.Kubeconfig, "ttl 10")})
+	pprofURL := dnsSrv.PprofURL
 	const name = "web.demo.svc.clusterset.local."
 	ttlIs := func(ttl uint32) func() error {
 		return func() error {
@@ -60,12 +54,12 @@ func TestReloadLeaksNothing(t *testing.T) {
 	// second apart agree.
 	var before int
 	harness.Eventually(t, 20*time.Second, func() error {
-		a, err := goroutines(pprofPort)
+		a, err := goroutines(pprofURL)
 		if err != nil {
 			return err
 		}
 		time.Sleep(250 * time.Millisecond)
-		b, err := goroutines(pprofPort)
+		b, err := goroutines(pprofURL)
 		if err != nil {
 			return err
 		}
@@ -77,7 +71,8 @@ func TestReloadLeaksNothing(t *testing.T) {
 	})
 	for i := 1; i <= 5; i++ {
 		ttl := 10 + i
-		if err := os.WriteFile(dnsSrv.ConfPath(), []byte(conf(dnsSrv.Port, ttl)), 0o644); err != nil {
+		conf := strings.Replace(dnsSrv.Corefile, "ttl 10", fmt.Sprintf("ttl %d", ttl), 1)
+		if err := os.WriteFile(dnsSrv.ConfPath(), []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		harness.Eventually(t, 30*time.Second, ttlIs(uint32(ttl)))
@@ -86,7 +81,7 @@ func TestReloadLeaksNothing(t *testing.T) {
 	var after int
 	harness.Eventually(t, 20*time.Second, func() error {
 		var err error
-		if after, err = goroutines(pprofPort); err != nil {
+		if after, err = goroutines(pprofURL); err != nil {
 			return err
 		}
 		if after > before+5 {

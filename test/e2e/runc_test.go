@@ -25,6 +25,7 @@ import (
 
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
+	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
 
 // TestRuncImage runs the image under runc as the kubelet, through a CRI
@@ -44,7 +45,7 @@ import (
 //     capability the bounding set lacks, and runc says
 //     `exec /coredns: operation not permitted`.
 //
-// harness.StartPod says how the kubelet's part is played.
+// sandbox.StartPod says how the kubelet's part is played.
 func TestRuncImage(t *testing.T) {
 	needRunc(t)
 	var dep appsv1.Deployment
@@ -85,7 +86,7 @@ func TestRuncImage(t *testing.T) {
 			if tc.noAdd {
 				sc.Capabilities.Add = nil
 			}
-			pod, err := env.StartPod(t, harness.PodOptions{Deployment: &dep, SecurityContext: sc, ConfigMaps: []*corev1.ConfigMap{&cm},
+			pod, err := sandbox.StartPod(t, env, sandbox.PodOptions{Deployment: &dep, SecurityContext: sc, ConfigMaps: []*corev1.ConfigMap{&cm},
 				Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: tc.sysctl})
 			if err != nil {
 				t.Fatal(err)
@@ -201,7 +202,7 @@ func podImage(t *testing.T) (rootfs string, config *v1.Config) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := harness.UnpackImage(imageTarball(t), imageName, dir)
+		img, err := sandbox.UnpackImage(imageTarball(t), imageName, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func ownAddressOverTCP(tc contract.Case) []string {
 }
 
 // expectIn asks the pod's DNS server on port 53.
-func expectIn(t *testing.T, pod *harness.Pod, tc contract.Case, extra ...string) {
+func expectIn(t *testing.T, pod *sandbox.Pod, tc contract.Case, extra ...string) {
 	t.Helper()
 	r, err := pod.Dig(tc.Name, tc.Type, extra...)
 	if err != nil {

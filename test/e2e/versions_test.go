@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +23,8 @@ func TestServedVersions(t *testing.T) {
 		name := "web.versions.svc.clusterset.local."
 		r.answers(name, "10.71.0.1")
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.1")}})
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_serviceimports{version="v1beta1"}`, 1)
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 0)
+		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_serviceimports", "version", "v1beta1")
+		verWantMetric(t, r.metricsURL, 0, "coredns_multicluster_unread_versions", "version", "v1alpha1")
 		// Both servers watch v1beta1, and neither watches v1alpha1, which
 		// has the same schema: the API server's own count of watches.
 		harness.Eventually(t, 20*time.Second, func() error {
@@ -49,7 +48,7 @@ func TestServedVersions(t *testing.T) {
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.2")}})
-		verWantMetric(t, r.metricsURL, `coredns_multicluster_unread_versions{version="v1alpha1"}`, 1)
+		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_unread_versions", "version", "v1alpha1")
 		expect(t, r.dns, defaultTTL, name, "A", nxdomain())
 		lines := verLogLines(r.dns, "ServiceImport v1alpha1 is served, but this configuration does not read it")
 		if len(lines) != 1 || !strings.Contains(lines[0], `"fallback v1alpha1"`) {
@@ -105,15 +104,15 @@ func (r *migRig) extraCoreDNS(options ...string) *harness.CoreDNS {
 	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
 }
 
-func verWantMetric(t *testing.T, url, name string, value float64) {
+func verWantMetric(t *testing.T, url string, value float64, name string, labels ...string) {
 	t.Helper()
 	harness.Eventually(t, 20*time.Second, func() error {
-		v, err := scrape(url, name)
+		v, err := harness.ScrapeValue(url, name, labels...)
 		if err != nil {
 			return err
 		}
 		if v != value {
-			return fmt.Errorf("%s = %v, want %v", name, v, value)
+			return fmt.Errorf("%s%v = %v, want %v", name, labels, v, value)
 		}
 		return nil
 	})
@@ -128,29 +127,15 @@ func verWatches(e *harness.Env) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="serviceimports"`) ||
-			!strings.Contains(line, `verb="WATCH"`) {
-			continue
-		}
-		i := strings.Index(line, `version="`)
-		if i < 0 {
-			continue
-		}
-		version := line[i+len(`version="`):]
-		version = version[:strings.IndexByte(version, '"')]
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		out[version] += int(v)
-	}
-	if err := sc.Err(); err != nil {
+	m, err := harness.ParseMetrics(bytes.NewReader(body))
+	if err != nil {
 		return nil, err
+	}
+	out := map[string]int{}
+	for _, s := range m["apiserver_longrunning_requests"].GetMetric() {
+		if l := harness.Labels(s); l["resource"] == "serviceimports" && l["verb"] == "WATCH" {
+			out[l["version"]] += int(harness.SeriesValue(s))
+		}
 	}
 	return out, nil
 }

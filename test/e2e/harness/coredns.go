@@ -89,9 +89,15 @@ type CoreDNSOptions struct {
 	// of that namespace that this one reaches, such as Netns.IP.
 	Netns string
 	// Plugins is the body of the server block after `bind 127.0.0.1`,
-	// `errors`, `log` and (when the binary has it) `ready`, e.g. a
-	// `multicluster { ... }` block.
+	// `errors`, `log`, (when the binary has it) `ready`, and `pprof` and
+	// `prometheus` when asked for, e.g. a `multicluster { ... }` block.
 	Plugins string
+	// Metrics adds the prometheus plugin, on a free port (CoreDNS.MetricsURL);
+	// Pprof the pprof plugin (CoreDNS.PprofURL).
+	Metrics, Pprof bool
+	// NoLog leaves out the log plugin, which writes a line a query: for
+	// measurements.
+	NoLog bool
 	// Corefile, when set, replaces the generated Corefile; it receives the
 	// DNS port. It must bind to 127.0.0.1 itself.
 	Corefile func(port int) string
@@ -119,8 +125,10 @@ type CoreDNS struct {
 	Host     string
 	Port     int
 	Corefile string
-	// ReadyURL is the ready plugin's endpoint, empty without it.
-	ReadyURL string
+	// ReadyURL is the ready plugin's endpoint, empty without it;
+	// MetricsURL the prometheus plugin's and PprofURL the pprof plugin's
+	// (.../debug/pprof), empty without them.
+	ReadyURL, MetricsURL, PprofURL string
 	// Started is when the process was started, and ReadyIn how long it
 	// then took to answer and be ready.
 	Started time.Time
@@ -168,15 +176,8 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
 		c.ReadyURL = opts.ReadyURL
-	} else {
-		readyPort := 0
-		if hasPlugin(bin, "ready") && !opts.SkipReady {
-			if readyPort, err = FreeTCPPort(); err != nil {
-				return nil, err
-			}
-			c.ReadyURL = fmt.Sprintf("http://%s/ready", net.JoinHostPort(host, strconv.Itoa(readyPort)))
-		}
-		c.Corefile = corefile(opts.Zones, host, port, readyPort, opts.Plugins)
+	} else if c.Corefile, err = c.corefile(opts); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(conf, []byte(c.Corefile), 0o644); err != nil {
@@ -222,24 +223,47 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	return c, nil
 }
 
-func corefile(zones []string, host string, port, readyPort int, plugins string) string {
+// corefile is the Corefile of opts, on c's host and port, and sets the
+// URLs of the plugins it adds.
+func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
+	zones := opts.Zones
 	if len(zones) == 0 {
 		zones = []string{"clusterset.local"}
 	}
 	keys := make([]string, len(zones))
 	for i, z := range zones {
-		keys[i] = strings.TrimSuffix(z, ".") + ":" + strconv.Itoa(port)
+		keys[i] = strings.TrimSuffix(z, ".") + ":" + strconv.Itoa(c.Port)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s {\n\tbind %s\n\terrors\n\tlog\n", strings.Join(keys, " "), host)
-	if readyPort != 0 {
-		fmt.Fprintf(&b, "\tready %s\n", net.JoinHostPort(host, strconv.Itoa(readyPort)))
+	fmt.Fprintf(&b, "%s {\n\tbind %s\n\terrors\n", strings.Join(keys, " "), c.Host)
+	if !opts.NoLog {
+		b.WriteString("\tlog\n")
 	}
-	for line := range strings.Lines(strings.TrimSpace(plugins)) {
+	for _, p := range []struct {
+		plugin, path string
+		on           bool
+		url          *string
+	}{
+		{"ready", "/ready", !opts.SkipReady && hasPlugin(c.Bin, "ready"), &c.ReadyURL},
+		{"pprof", "/debug/pprof", opts.Pprof, &c.PprofURL},
+		{"prometheus", "/metrics", opts.Metrics, &c.MetricsURL},
+	} {
+		if !p.on {
+			continue
+		}
+		port, err := FreeTCPPort()
+		if err != nil {
+			return "", err
+		}
+		addr := net.JoinHostPort(c.Host, strconv.Itoa(port))
+		*p.url = "http://" + addr + p.path
+		fmt.Fprintf(&b, "\t%s %s\n", p.plugin, addr)
+	}
+	for line := range strings.Lines(strings.TrimSpace(opts.Plugins)) {
 		fmt.Fprintf(&b, "\t%s", line)
 	}
 	b.WriteString("\n}\n")
-	return b.String()
+	return b.String(), nil
 }
 
 // MulticlusterBlock is a `multicluster` plugin block for the Corefile.

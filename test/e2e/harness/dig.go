@@ -30,9 +30,6 @@ type DigResult struct {
 // AA says whether the authoritative-answer flag is set.
 func (r *DigResult) AA() bool { return slices.Contains(r.Flags, "aa") }
 
-// NoData says whether this is NOERROR with an empty answer.
-func (r *DigResult) NoData() bool { return r.Rcode == "NOERROR" && len(r.Answer) == 0 }
-
 // String is the command and its output, for failure messages.
 func (r *DigResult) String() string { return "$ " + r.Command + "\n" + r.Output }
 

@@ -1,10 +1,23 @@
 package harness
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
 // Output of dig 9.18 with +noall +comments +answer +authority +additional.
@@ -75,5 +88,164 @@ func TestDataRaces(t *testing.T) {
 	}
 	if got := dataRaces("[INFO] fine\n"); got != "" {
 		t.Errorf("got %q for no race", got)
+	}
+}
+
+func TestMetricsValue(t *testing.T) {
+	const text = `# TYPE a gauge
+a 3
+# TYPE b counter
+b{version="v1"} 1
+b{version="v2",kind="x"} 2
+`
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Metrics(families)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+		err    error
+	}{
+		{"a", nil, 3, nil},
+		{"b", []string{"version", "v1"}, 1, nil},
+		{"b", []string{"kind", "x", "version", "v2"}, 2, nil},
+		{"b", []string{"version", "v2"}, 0, ErrNoSeries},
+		{"b", nil, 0, ErrNoSeries},
+		{"c", nil, 0, ErrNoSeries},
+	} {
+		got, err := m.Value(c.name, c.labels...)
+		if got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("Value(%s, %v) = %v, %v; want %v, %v", c.name, c.labels, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestServiceImportCRDVersions(t *testing.T) {
+	repo, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir, set string
+		keep     []string
+		want     []string // served versions, the storage version first
+		fails    bool
+	}{
+		{dir: "deploy/crds", set: "v1alpha1", want: []string{"v1alpha1", "v1beta1", "v1alpha2"}},
+		{dir: "deploy/crds", keep: []string{"v1alpha2"}, want: []string{"v1alpha2"}},
+		{dir: "deploy/crds", keep: []string{"v1beta1", "v1alpha1"}, want: []string{"v1beta1", "v1alpha1"}},
+		{dir: "deploy/crds-v1alpha2-storage", set: "v1beta1", want: []string{"v1beta1", "v1alpha1", "v1alpha2"}},
+		{dir: "deploy/crds", set: "v9", fails: true},
+		{dir: "deploy/crds", keep: []string{"v1alpha2", "v9"}, fails: true},
+	} {
+		crd, err := ServiceImportCRD(repo, c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.keep != nil {
+			err = KeepVersions(crd, c.keep...)
+		} else {
+			err = SetStorage(crd, c.set)
+		}
+		if (err != nil) != c.fails {
+			t.Errorf("%s %s%v: error %v", c.dir, c.set, c.keep, err)
+			continue
+		}
+		if c.fails {
+			continue
+		}
+		var storage string
+		var served []string
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				storage = v.Name
+			}
+			if v.Served {
+				served = append(served, v.Name)
+			}
+		}
+		if storage != c.want[0] || !slices.Equal(sorted(served), sorted(c.want)) {
+			t.Errorf("%s %s%v: storage %s, served %v; want %v", c.dir, c.set, c.keep, storage, served, c.want)
+		}
+	}
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+func TestProcReadings(t *testing.T) {
+	m, err := ProcMemory(os.Getpid())
+	if err != nil || m.RSS <= 0 || m.Anon <= 0 || m.HWM < m.RSS {
+		t.Errorf("ProcMemory(self) = %+v, %v", m, err)
+	}
+	if c, err := ReadCPUTime(""); err != nil || c.Total <= 0 || c.Busy > c.Total {
+		t.Errorf("ReadCPUTime() = %+v, %v", c, err)
+	}
+	if len(os.Args) > 1 {
+		pid, argv, err := findProcess(filepath.Base(os.Args[0]), os.Args[1])
+		if err != nil || pid <= 0 || !slices.Equal(argv, os.Args) {
+			t.Errorf("findProcess(self) = %d, %v, %v; want %d, %v", pid, argv, err, os.Getpid(), os.Args)
+		}
+	}
+}
+
+func TestCorefile(t *testing.T) {
+	c := &CoreDNS{Host: "127.0.0.1", Port: 5300}
+	got, err := c.corefile(CoreDNSOptions{SkipReady: true, NoLog: true, Metrics: true, Pprof: true, Plugins: "whoami\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pprof, prom string
+	if _, err := fmt.Sscanf(c.PprofURL, "http://%s", &pprof); err != nil || !strings.HasSuffix(pprof, "/debug/pprof") {
+		t.Fatalf("PprofURL %q", c.PprofURL)
+	}
+	if _, err := fmt.Sscanf(c.MetricsURL, "http://%s", &prom); err != nil || !strings.HasSuffix(prom, "/metrics") {
+		t.Fatalf("MetricsURL %q", c.MetricsURL)
+	}
+	want := "clusterset.local:5300 {\n\tbind 127.0.0.1\n\terrors\n\tpprof " + strings.TrimSuffix(pprof, "/debug/pprof") +
+		"\n\tprometheus " + strings.TrimSuffix(prom, "/metrics") + "\n\twhoami\n}\n"
+	if got != want || c.ReadyURL != "" {
+		t.Errorf("corefile:\n%s\nwant:\n%s(ReadyURL %q)", got, want, c.ReadyURL)
+	}
+}
+
+// An in-process DNS server that answers a.example. with 10.0.0.1 for its
+// first five questions and 10.0.0.2 after: the watcher sees the write that
+// sets 10.0.0.2, and gives up the one that sets 10.0.0.3.
+func TestAnswerWatcher(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		ip := "10.0.0.1"
+		if r.Question[0].Name == "a.example." && asked.Add(1) > 5 {
+			ip = "10.0.0.2"
+		}
+		rr, _ := dns.NewRR(r.Question[0].Name + " 5 IN A " + ip)
+		m.Answer = append(m.Answer, rr)
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	defer srv.Shutdown()
+	w := &AnswerWatcher{Addr: pc.LocalAddr().String(), Sockets: 2, GiveUp: 300 * time.Millisecond}
+	now := time.Now()
+	w.Add(0, Write{Name: "a.example.", IP: "10.0.0.2", Sent: now})
+	w.Add(1, Write{Name: "b.example.", IP: "10.0.0.3", Sent: now})
+	w.Add(2, Write{Name: "c.example.", IP: "10.0.0.4", Sent: now})
+	w.Drop(2)
+	w.Close()
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := w.Seen()
+	if _, ok := seen[0]; !ok || len(seen) != 1 || asked.Load() < 6 {
+		t.Errorf("seen %v after %d questions for a.example.; want write 0 alone, after at least 6", seen, asked.Load())
 	}
 }

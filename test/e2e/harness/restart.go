@@ -10,10 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,30 +128,6 @@ func (e *Env) APIServerPID() (int, error) {
 // apiServerProcess finds this Env's kube-apiserver by its secure port.
 func (e *Env) apiServerProcess() (int, []string, error) {
 	return findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
-}
-
-// findProcess finds the process whose binary is named base and that has the
-// argument want, and reads its command line.
-func findProcess(base, want string) (int, []string, error) {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(argv[0]) == base && slices.Contains(argv[1:], want) {
-			return pid, argv, nil
-		}
-	}
-	return 0, nil, fmt.Errorf("no %s process with %s", base, want)
 }
 
 // stopProcess stops a process this harness started and waits for it.

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-
-	v1alpha2api "github.com/clustersetdns/multicluster/apis/v1alpha2"
 	"github.com/clustersetdns/multicluster/cache"
 
 	"golang.org/x/sync/errgroup"
@@ -28,8 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -73,73 +67,62 @@ func endpointIP(c, e int) string { return fmt.Sprintf("10.200.%d.%d", c+1, e+1) 
 
 func clusterID(c int) string { return fmt.Sprintf("cluster-%d", c+1) }
 
-// shape is how a ServiceImport is written: "v1alpha2" (fields at the root,
-// read by ours) or "v1alpha1" (fields under spec, read by stock CoreDNS).
-type shape string
+// version is the ServiceImport version a control plane is written in:
+// v1alpha2 (fields at the root, read by ours) or v1alpha1 (fields under spec,
+// read by stock CoreDNS).
+type version string
 
 const (
-	v1alpha2 shape = "v1alpha2"
-	v1alpha1 shape = "v1alpha1"
+	v1alpha2 version = "v1alpha2"
+	v1alpha1 version = "v1alpha1"
 )
 
-func (s shape) gvr() schema.GroupVersionResource {
-	return cache.ServiceImports(string(s))
+func (v version) gvr() schema.GroupVersionResource {
+	return cache.ServiceImports(string(v))
 }
 
-// serviceImport builds an import in this shape, from the API's Go types.
-func (s shape) serviceImport(ns, name, typ string, ips []string, clusters int) *unstructured.Unstructured {
-	meta := metav1.ObjectMeta{Name: name, Namespace: ns}
-	var obj runtime.Object
-	if s == v1alpha1 {
-		// v1alpha1 keeps the clusters in status, a subresource that a
-		// create ignores; the kubernetes plugin does not read them.
-		obj = &mcsv1alpha1.ServiceImport{
-			TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1alpha1.SchemeGroupVersion.String(), Kind: "ServiceImport"},
-			ObjectMeta: meta,
-			Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ServiceImportType(typ), IPs: ips,
-				Ports: []mcsv1alpha1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: portNumber}}},
-		}
-	} else {
-		im := &v1alpha2api.ServiceImport{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2api.SchemeGroupVersion.String(), Kind: "ServiceImport"},
-			ObjectMeta: meta,
-			Type:       v1alpha2api.ServiceImportType(typ), IPs: ips,
-			Ports: []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: portNumber}},
-		}
-		for c := range clusters {
-			im.Clusters = append(im.Clusters, v1alpha2api.ClusterStatus{Cluster: clusterID(c)})
-		}
-		obj = im
+// serviceImport is an import with the port http/TCP 80, in this version.
+func (v version) serviceImport(ns, name, typ string, ips []string, clusters int) *unstructured.Unstructured {
+	im := harness.Import{Namespace: ns, Name: name, Type: typ, IPs: ips, Ports: []corev1.ServicePort{harness.TCP(portName, portNumber)}}
+	for c := range clusters {
+		im.Clusters = append(im.Clusters, clusterID(c))
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		panic(err) // the types above always convert
-	}
-	return &unstructured.Unstructured{Object: m}
+	return im.Object(string(v))
 }
 
-// ipsPatch is a merge patch that sets the import's ips in this shape.
-func (s shape) ipsPatch(ip string) []byte {
-	if s == v1alpha1 {
+// ipsPatch is a merge patch that sets the import's ips in this version.
+func (v version) ipsPatch(ip string) []byte {
+	if v == v1alpha1 {
 		return fmt.Appendf(nil, `{"spec":{"ips":[%q]}}`, ip)
 	}
 	return fmt.Appendf(nil, `{"ips":[%q]}`, ip)
 }
 
-// cluster is one control plane loaded with the fixture in one shape, and
+// slice is an EndpointSlice of service from cluster c, with the port http/TCP
+// 80 and ready endpoints at ips.
+func slice(ns, name, service string, c int, ips ...string) *discoveryv1.EndpointSlice {
+	es := harness.MCSSlice(ns, name, service, clusterID(c), "bench.multicluster.x-k8s.io",
+		[]corev1.ServicePort{harness.TCP(portName, portNumber)})
+	for _, ip := range ips {
+		es.Endpoints = append(es.Endpoints, harness.Endpoint(ip, "", true))
+	}
+	return es
+}
+
+// cluster is one control plane loaded with the fixture in one version, and
 // unthrottled clients for it.
 type cluster struct {
-	name  string
-	shape shape
-	env   *harness.Env
-	dyn   dynamic.Interface
-	kube  kubernetes.Interface
-	fx    fixture
+	name    string
+	version version
+	env     *harness.Env
+	dyn     dynamic.Interface
+	kube    kubernetes.Interface
+	fx      fixture
 	// loaded is how many ClusterSetIP imports exist (0..loaded-1).
 	loaded int
 }
 
-func newCluster(name string, s shape, env *harness.Env, fx fixture) (*cluster, error) {
+func newCluster(name string, v version, env *harness.Env, fx fixture) (*cluster, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit: the fixture is written in parallel
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -150,7 +133,7 @@ func newCluster(name string, s shape, env *harness.Env, fx fixture) (*cluster, e
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{name: name, shape: s, env: env, dyn: dyn, kube: kube, fx: fx}, nil
+	return &cluster{name: name, version: v, env: env, dyn: dyn, kube: kube, fx: fx}, nil
 }
 
 // createNamespaces creates the fixture's namespaces.
@@ -162,11 +145,27 @@ func (c *cluster) createNamespaces(ctx context.Context) error {
 	return parallel(ctx, 16, len(names), func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Namespaces().Create(ctx,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return ignoreExists(err)
 	})
+}
+
+// createImport creates an import, createSlice an EndpointSlice; one that
+// exists already (an earlier attempt may have got through) is no error.
+func (c *cluster) createImport(ctx context.Context, u *unstructured.Unstructured) error {
+	_, err := c.dyn.Resource(c.version.gvr()).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	return ignoreExists(err)
+}
+
+func (c *cluster) createSlice(ctx context.Context, es *discoveryv1.EndpointSlice) error {
+	_, err := c.kube.DiscoveryV1().EndpointSlices(es.Namespace).Create(ctx, es, metav1.CreateOptions{})
+	return ignoreExists(err)
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // createImports creates ClusterSetIP imports c.loaded..n-1, retrying a
@@ -181,14 +180,8 @@ func (c *cluster) createImports(ctx context.Context, n, workers int) error {
 	var created atomic.Int64
 	err := parallel(ctx, workers, n-from, func(ctx context.Context, k int) error {
 		i := from + k
-		u := c.shape.serviceImport(c.fx.namespace(i), importName(i), "ClusterSetIP", []string{importIP(i)}, 1)
-		err := retryTransient(ctx, func(ctx context.Context) error {
-			_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).Create(ctx, u, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) { // an earlier attempt may have got through
-				return nil
-			}
-			return err
-		})
+		u := c.version.serviceImport(c.fx.namespace(i), importName(i), "ClusterSetIP", []string{importIP(i)}, 1)
+		err := retryTransient(ctx, func(ctx context.Context) error { return c.createImport(ctx, u) })
 		if err != nil {
 			return fmt.Errorf("ServiceImport %s/%s: %w", c.fx.namespace(i), importName(i), err)
 		}
@@ -228,51 +221,29 @@ func transient(err error) bool {
 // createHeadless creates the headless import and one EndpointSlice per
 // cluster, every endpoint ready.
 func (c *cluster) createHeadless(ctx context.Context) error {
-	u := c.shape.serviceImport(headlessNamespace, headlessName, "Headless", nil, c.fx.clusters)
-	if _, err := c.dyn.Resource(c.shape.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.createImport(ctx, c.version.serviceImport(headlessNamespace, headlessName, "Headless", nil, c.fx.clusters)); err != nil {
 		return err
 	}
 	return parallel(ctx, c.fx.clusters, c.fx.clusters, func(ctx context.Context, cl int) error {
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      headlessName + "-" + clusterID(cl),
-				Namespace: headlessNamespace,
-				Labels: map[string]string{
-					mcsv1beta1.LabelServiceName:              headlessName,
-					mcsv1beta1.LabelSourceCluster:            clusterID(cl),
-					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
-				},
-			},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports: []discoveryv1.EndpointPort{{
-				Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](portNumber),
-			}},
-		}
+		var ips []string
 		for e := range c.fx.endpoints {
-			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
-				Addresses:  []string{endpointIP(cl, e)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			})
+			ips = append(ips, endpointIP(cl, e))
 		}
-		_, err := c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return c.createSlice(ctx, slice(headlessNamespace, headlessName+"-"+clusterID(cl), headlessName, cl, ips...))
 	})
 }
 
 // verifyReadBack reads import 0 and the headless import back through the
 // version they were written in and checks that their fields survived: with
 // conversion strategy None the API server prunes an object against the
-// schema of the storage version, so a shape that is not the storage
-// version's is silently emptied.
+// schema of the storage version, so a version that is not the storage
+// version is silently emptied.
 func (c *cluster) verifyReadBack(ctx context.Context) error {
 	for _, k := range []struct{ ns, name, typ string }{
 		{c.fx.namespace(0), importName(0), "ClusterSetIP"},
 		{headlessNamespace, headlessName, "Headless"},
 	} {
-		u, err := c.dyn.Resource(c.shape.gvr()).Namespace(k.ns).Get(ctx, k.name, metav1.GetOptions{})
+		u, err := c.dyn.Resource(c.version.gvr()).Namespace(k.ns).Get(ctx, k.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -282,7 +253,7 @@ func (c *cluster) verifyReadBack(ctx context.Context) error {
 		}
 		if !im.HasData || im.Headless != (k.typ == "Headless") {
 			return fmt.Errorf("%s: ServiceImport %s/%s read back through %s is not a %s import: the API server dropped its fields (is %s the CRD's storage version?)",
-				c.name, k.ns, k.name, c.shape, k.typ, c.shape)
+				c.name, k.ns, k.name, c.version, k.typ, c.version)
 		}
 	}
 	return nil
@@ -290,8 +261,8 @@ func (c *cluster) verifyReadBack(ctx context.Context) error {
 
 // setIP changes import i's ClusterSetIP with one merge patch.
 func (c *cluster) setIP(ctx context.Context, i int, ip string) error {
-	_, err := c.dyn.Resource(c.shape.gvr()).Namespace(c.fx.namespace(i)).
-		Patch(ctx, importName(i), types.MergePatchType, c.shape.ipsPatch(ip), metav1.PatchOptions{})
+	_, err := c.dyn.Resource(c.version.gvr()).Namespace(c.fx.namespace(i)).
+		Patch(ctx, importName(i), types.MergePatchType, c.version.ipsPatch(ip), metav1.PatchOptions{})
 	return err
 }
 
@@ -347,30 +318,10 @@ func churnFQDN(i int) string { return churnName(i) + "." + headlessNamespace + "
 // createChurnHeadless creates the churn imports and their EndpointSlices.
 func (c *cluster) createChurnHeadless(ctx context.Context) error {
 	return parallel(ctx, 16, churnHeadless, func(ctx context.Context, i int) error {
-		u := c.shape.serviceImport(headlessNamespace, churnName(i), "Headless", nil, 1)
-		_, err := c.dyn.Resource(c.shape.gvr()).Namespace(headlessNamespace).Create(ctx, u, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := c.createImport(ctx, c.version.serviceImport(headlessNamespace, churnName(i), "Headless", nil, 1)); err != nil {
 			return err
 		}
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      churnName(i),
-				Namespace: headlessNamespace,
-				Labels: map[string]string{
-					mcsv1beta1.LabelServiceName:              churnName(i),
-					mcsv1beta1.LabelSourceCluster:            clusterID(0),
-					"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
-				},
-			},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](portNumber)}},
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.151.%d.%d", i>>8, i&255)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		}
-		_, err = c.kube.DiscoveryV1().EndpointSlices(headlessNamespace).Create(ctx, slice, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
+		return c.createSlice(ctx, slice(headlessNamespace, churnName(i), churnName(i), 0, fmt.Sprintf("10.151.%d.%d", i>>8, i&255)))
 	})
 }
 

@@ -3,7 +3,7 @@
 // raised from v0.37.1 to the patch release v0.37.2 that every module of the
 // project uses (issue 14: one k8s.io version).
 // hack/bench.sh builds it with `go build -o ... github.com/coredns/coredns`.
-module github.com/clustersetdns/multicluster/bench/stock
+module github.com/clustersetdns/multicluster/hack/stock
 
 go 1.26.0
 

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -25,13 +21,6 @@ type server struct {
 	Name    string // floor, stock, ours
 	Label   string // for tables
 	LogPath string
-	// PprofURL is the pprof plugin's CPU profile endpoint, with -pprof.
-	PprofURL string
-	// MetricsURL is the prometheus plugin's endpoint, if it has one.
-	MetricsURL string
-	// heapURL is the pprof plugin's heap profile, asking for a garbage
-	// collection first; set with MetricsURL.
-	heapURL string
 	// AtReady is its memory right after ready.
 	AtReady mem
 }
@@ -47,48 +36,19 @@ var withPprof bool
 // startServer runs bin as `taskset -c cpu bin -conf Corefile` with
 // GOMAXPROCS=1, serving clusterset.local on a free port of 127.0.0.1 with
 // `errors`, `ready` and the given plugin block, with metrics `prometheus`
-// and `pprof` on other free ports, and waits (bounded by readyWithin) until
-// it answers and the ready plugin says ready. The QPS servers run without
-// prometheus, which counts every query. The Corefile and CoreDNS's output
-// are kept in dir.
+// and `pprof` (pprof alone with -pprof), and waits (bounded by readyWithin)
+// until it answers and the ready plugin says ready. The QPS servers run
+// without prometheus, which counts every query. The Corefile and CoreDNS's
+// output are kept in dir.
 func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*server, error) {
 	s := &server{Name: name, Label: label, LogPath: filepath.Join(dir, name+".log")}
-	ports := make([]int, 3) // ready, pprof, prometheus
-	for i := range ports {
-		var err error
-		if ports[i], err = harness.FreeTCPPort(); err != nil {
-			return nil, err
-		}
-	}
-	if withPprof {
-		s.PprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile", ports[1])
-	}
-	if metrics {
-		s.heapURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", ports[1])
-		s.MetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[2])
-	}
-	corefile := func(port int) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s:%d {\n\tbind 127.0.0.1\n\terrors\n\tready 127.0.0.1:%d\n", zone, port, ports[0])
-		if withPprof || metrics {
-			fmt.Fprintf(&b, "\tpprof 127.0.0.1:%d\n", ports[1])
-		}
-		if metrics {
-			fmt.Fprintf(&b, "\tprometheus 127.0.0.1:%d\n", ports[2])
-		}
-		for line := range strings.Lines(strings.TrimSpace(plugin)) {
-			fmt.Fprintf(&b, "\t%s", line)
-		}
-		b.WriteString("\n}\n")
-		return b.String()
-	}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
 	s.CoreDNS, err = harness.StartCoreDNS(bin, harness.CoreDNSOptions{
-		Corefile: corefile, ReadyURL: fmt.Sprintf("http://127.0.0.1:%d/ready", ports[0]), ReadyWithin: readyWithin,
+		Plugins: plugin, NoLog: true, Metrics: metrics, Pprof: withPprof || metrics, ReadyWithin: readyWithin,
 		Wrap: []string{"taskset", "-c", cpu}, Env: []string{"GOMAXPROCS=1"}, Output: logFile,
 	})
 	if err != nil {
@@ -105,13 +65,14 @@ func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*serv
 // profile saves a CPU profile of the next d to path (pprof plugin).
 func (s *server) profile(d time.Duration, path string) error {
 	cl := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := cl.Get(fmt.Sprintf("%s?seconds=%d", s.PprofURL, int(d.Seconds())))
+	url := fmt.Sprintf("%s/profile?seconds=%d", s.PprofURL, int(d.Seconds()))
+	resp, err := cl.Get(url)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", s.PprofURL, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -142,18 +103,19 @@ func (s *server) LiveHeap() (int64, error) {
 // collectGarbage has the server run runtime.GC, through the pprof plugin's
 // heap profile with gc=1.
 func (s *server) collectGarbage() error {
-	if s.heapURL == "" {
+	if s.PprofURL == "" {
 		return fmt.Errorf("%s has no pprof endpoint", s.Name)
 	}
 	cl := &http.Client{Timeout: 60 * time.Second}
-	resp, err := cl.Get(s.heapURL)
+	url := s.PprofURL + "/heap?gc=1"
+	resp, err := cl.Get(url)
 	if err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", s.heapURL, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
 }
@@ -164,19 +126,9 @@ func (s *server) GoMemory() (goMem, error) {
 	if s.MetricsURL == "" {
 		return m, fmt.Errorf("%s has no prometheus endpoint", s.Name)
 	}
-	cl := &http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(s.MetricsURL)
+	metrics, err := harness.Scrape(s.MetricsURL)
 	if err != nil {
 		return m, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("%s: %s", s.MetricsURL, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return m, fmt.Errorf("%s: %w", s.MetricsURL, err)
 	}
 	for name, p := range map[string]*int64{
 		"go_memstats_heap_inuse_bytes": &m.HeapInuse,
@@ -185,22 +137,22 @@ func (s *server) GoMemory() (goMem, error) {
 		"go_goroutines":                &m.Goroutines,
 		"process_open_fds":             &m.FDs,
 	} {
-		f := families[name]
-		if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
-			return m, fmt.Errorf("%s: no gauge %s", s.MetricsURL, name)
+		v, err := metrics.Value(name)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", s.MetricsURL, err)
 		}
-		*p = int64(f.GetMetric()[0].GetGauge().GetValue())
+		*p = int64(v)
 	}
 	return m, nil
 }
 
 // CPUSeconds is the process's user plus system time.
-func (s *server) CPUSeconds() (float64, error) { return cpuSeconds(s.PID()) }
+func (s *server) CPUSeconds() (float64, error) { return harness.CPUSeconds(s.PID()) }
 
 // pinChildren sets the CPU affinity of every thread of this process's child
 // processes named in names (etcd, kube-apiserver) and of this process itself.
 func pinChildren(cpus string, names ...string) error {
-	pids, err := childrenNamed(names...)
+	pids, err := harness.ChildrenNamed(names...)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+
 	"context"
 	"fmt"
 	"sync"
@@ -35,12 +37,12 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 	if err != nil {
 		return r, err
 	}
-	before, err := procMemory(pid)
+	before, err := harness.ProcMemory(pid)
 	if err != nil {
 		return r, err
 	}
 	r.APIBefore, r.APIPeak = before.RSS, before.RSS
-	cpu0, err := cpuSeconds(pid)
+	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
 		return r, err
 	}
@@ -57,7 +59,7 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 			case <-stopSampling:
 				return
 			case <-t.C:
-				if m, err := procMemory(pid); err == nil {
+				if m, err := harness.ProcMemory(pid); err == nil {
 					r.APIPeak = max(r.APIPeak, m.RSS)
 				}
 			}
@@ -75,7 +77,7 @@ func measureReplicas(ctx context.Context, cl *cluster, start starter, name, labe
 	r.AllReady = time.Since(t0)
 	close(stopSampling)
 	<-sampled
-	cpu1, terr := cpuSeconds(pid)
+	cpu1, terr := harness.CPUSeconds(pid)
 	r.Wall = time.Since(t0)
 	for _, s := range servers {
 		if s != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+
 	"text/tabwriter"
 
 	"github.com/prometheus/procfs"
@@ -54,7 +56,7 @@ func (r *report) machine() {
 	}
 	r.host = []string{
 		fmt.Sprintf("%d CPUs (%s), Linux %s, %s, %s", runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), runtime.Version(), perfVersion),
-		"load average at start: " + loadAvg(),
+		"load average at start: " + harness.LoadAvg(),
 	}
 }
 

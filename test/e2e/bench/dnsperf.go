@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -137,16 +139,16 @@ var (
 func waitQuiet(ctx context.Context, cpu string, threshold float64, within time.Duration) time.Duration {
 	start := time.Now()
 	for time.Since(start) < within && ctx.Err() == nil {
-		a, err := readCPUStat(cpu)
+		a, err := harness.ReadCPUTime(cpu)
 		if err != nil {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
-		b, err := readCPUStat(cpu)
-		if err != nil || b.total == a.total {
+		b, err := harness.ReadCPUTime(cpu)
+		if err != nil || b.Total == a.Total {
 			break
 		}
-		if (b.busy-a.busy)/(b.total-a.total) <= threshold {
+		if (b.Busy-a.Busy)/(b.Total-a.Total) <= threshold {
 			break
 		}
 	}
@@ -167,14 +169,14 @@ func runDnsperf(ctx context.Context, s *server, m mix, o perfOpts, logPath strin
 		"-T", "1", "-t", "5", "-b", "1024", "-e"}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	serverCPU := o.ServerCPU
-	res.LoadAvg = loadAvg()
+	res.LoadAvg = harness.LoadAvg()
 	t0, err1 := s.CPUSeconds()
-	c0, err2 := readCPUStat(serverCPU)
+	c0, err2 := harness.ReadCPUTime(serverCPU)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
 	t1, err3 := s.CPUSeconds()
-	c1, err4 := readCPUStat(serverCPU)
+	c1, err4 := harness.ReadCPUTime(serverCPU)
 	res.Output = string(out)
 	if logPath != "" {
 		_ = os.WriteFile(logPath, out, 0o644)
@@ -184,8 +186,8 @@ func runDnsperf(ctx context.Context, s *server, m mix, o perfOpts, logPath strin
 	}
 	if err1 == nil && err2 == nil && err3 == nil && err4 == nil {
 		res.ServerCPU = (t1 - t0) / wall.Seconds()
-		if total := c1.total - c0.total; total > 0 {
-			res.OtherCPU = max(0, (c1.busy-c0.busy-(t1-t0))/total)
+		if total := c1.Total - c0.Total; total > 0 {
+			res.OtherCPU = max(0, (c1.Busy-c0.Busy-(t1-t0))/total)
 		}
 	}
 	text := string(out)

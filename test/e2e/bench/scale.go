@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -90,7 +92,7 @@ func measureFootprint(start func() (*server, error), fx fixture, imports int, se
 		s.Stop()
 		return nil, f, fmt.Errorf("%s: %s A: %w", s.Name, last, err)
 	}
-	if !hasA(r, importIP(imports-1)) {
+	if !harness.HasA(r, importIP(imports-1)) {
 		s.Stop()
 		return nil, f, fmt.Errorf("%s: %s A after ready: want %s, got\n%s", s.Name, last, importIP(imports-1), r)
 	}
@@ -122,18 +124,6 @@ func measureLoaded(ctx context.Context, s *server, m mix, o perfOpts, logPath st
 	return errors.Join(errs[:]...)
 }
 
-func hasA(r *dns.Msg, ip string) bool {
-	if r == nil || r.Rcode != dns.RcodeSuccess {
-		return false
-	}
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok && a.A.String() == ip {
-			return true
-		}
-	}
-	return false
-}
-
 // writeStream is one kind of write the propagation measurement sends at its
 // own rate: target names write k's DNS name and the address it sets, and
 // write sends it.
@@ -148,14 +138,48 @@ type writeStream struct {
 // ClusterSetIP of distinct imports and, with esRate, merge patches of the
 // churn imports' EndpointSlices at esRate per second, and measures for each
 // write the time from sending it to the first DNS answer holding the new
-// address. One watcher asks s, over one UDP socket and one question at a
-// time, for every pending name in turn, so that the polling adds at most one
-// query in flight to the server's load; a name is given up after 15 seconds.
-// during, when not nil, runs while the writes are sent (the dnsperf run
-// under load).
+// address (harness.AnswerWatcher: a few questions in flight at a time, a
+// name given up after 15 seconds). during, when not nil, runs while the
+// writes are sent (the dnsperf run under load).
 func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate int, d time.Duration, during func(context.Context) error) (propagation, error) {
 	p := propagation{Server: s.Name, Label: s.Label, Imports: c.loaded, Rate: float64(rate), ESRate: float64(esRate)}
 	others := newOthersMeter(s.PID())
+	streams := propagationStreams(c, rate, esRate, d)
+	w := &harness.AnswerWatcher{Addr: s.Addr()}
+	ev := &writeEvents{byIP: map[string]int{}, sentAt: map[int]time.Time{}, event: map[int]time.Duration{}}
+	stopEvents, err := watchWrites(ctx, c, ev)
+	if err != nil {
+		return p, err
+	}
+	defer stopEvents()
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- w.Run(ctx) }()
+	duringDone := make(chan error, 1)
+	if during != nil {
+		go func() { duringDone <- during(ctx) }()
+	} else {
+		duringDone <- nil
+	}
+	sent := sendWrites(ctx, streams, w, ev)
+	if err := ctx.Err(); err != nil {
+		return p, err
+	}
+	w.Close()
+	if err := errors.Join(<-watchDone, <-duringDone); err != nil {
+		return p, err
+	}
+	p.Others = others.share()
+	stopEvents()
+	p.summarize(streams, sent, w.Seen(), ev.durations())
+	if all := p.Writes + p.ESWrites; sent.errs > all/100 {
+		return p, fmt.Errorf("%d of %d writes failed, the first: %v", sent.errs, all, sent.firstErr)
+	}
+	return p, nil
+}
+
+// propagationStreams are the ServiceImport writes at rate for d and, with
+// esRate, the EndpointSlice writes.
+func propagationStreams(c *cluster, rate, esRate int, d time.Duration) []writeStream {
 	writes := min(int(float64(rate)*d.Seconds()), c.loaded, 1<<16) // one write per import, so answers cannot be confused
 	// importOf is the import that ServiceImport write k changes: spread over
 	// namespaces and names, and distinct for distinct k.
@@ -181,32 +205,29 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 			write: func(ctx context.Context, k int, ip string) error { return c.setEndpoint(ctx, k%churnHeadless, ip) },
 		})
 	}
-	var (
-		mu       sync.Mutex // guards ack, errs, firstErr
-		ack      = map[int]time.Duration{}
-		errs     int
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	w := &watcher{server: s, waiting: map[int]pendingWrite{}, seen: map[int]time.Duration{}, byIP: map[string]int{}, sentAt: map[int]time.Time{}, event: map[int]time.Duration{}}
-	stopEvents, err := watchWrites(ctx, c, w)
-	if err != nil {
-		return p, err
-	}
-	defer stopEvents()
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- w.run(ctx) }()
-	duringDone := make(chan error, 1)
-	if during != nil {
-		go func() { duringDone <- during(ctx) }()
-	} else {
-		duringDone <- nil
-	}
+	return streams
+}
 
+// sent is what sendWrites did: per write key (stream<<20 | k) the time the
+// API server took to accept it, and how long each stream took to send.
+type sent struct {
+	ack       map[int]time.Duration
+	errs      int
+	firstErr  error
+	sendTimes [2]time.Duration
+}
+
+// sendWrites sends every stream's writes at its rate, at most 256 at a time,
+// and has w and ev watch each.
+func sendWrites(ctx context.Context, streams []writeStream, w *harness.AnswerWatcher, ev *writeEvents) *sent {
+	var (
+		mu      sync.Mutex // guards out
+		out     = &sent{ack: map[int]time.Duration{}}
+		wg      sync.WaitGroup
+		senders sync.WaitGroup
+	)
 	sem := make(chan struct{}, 256)
 	start := time.Now()
-	var sendTimes [2]time.Duration
-	var senders sync.WaitGroup
 	for si, st := range streams {
 		senders.Go(func() {
 			interval := time.Second / time.Duration(st.rate)
@@ -223,91 +244,70 @@ func measurePropagation(ctx context.Context, c *cluster, s *server, rate, esRate
 				name, ip := st.target(k)
 				wg.Go(func() {
 					defer func() { <-sem }()
-					sent := time.Now()
-					w.add(key, pendingWrite{name: name, ip: ip, sent: sent})
+					at := time.Now()
+					w.Add(key, harness.Write{Name: name, IP: ip, Sent: at})
+					ev.add(key, ip, at)
 					wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 					err := st.write(wctx, k, ip)
 					cancel()
-					acked := time.Since(sent)
+					acked := time.Since(at)
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						w.drop(key)
-						errs++
-						if firstErr == nil {
-							firstErr = err
-						}
+						w.Drop(key)
+						out.errs++
+						out.firstErr = cmp.Or(out.firstErr, err)
 						return
 					}
-					ack[key] = acked
+					out.ack[key] = acked
 				})
 			}
-			sendTimes[si] = time.Since(start)
+			out.sendTimes[si] = time.Since(start)
 		})
 	}
 	senders.Wait()
-	if err := ctx.Err(); err != nil {
-		return p, err
-	}
 	wg.Wait()
-	w.close()
-	if err := <-watchDone; err != nil {
-		return p, err
-	}
-	if err := <-duringDone; err != nil {
-		return p, err
-	}
-	p.Others = others.share()
-	stopEvents()
-	var seen, acks, afterAck, events, afterEvent []time.Duration
-	w.mu.Lock()
-	for k, d := range w.seen {
-		seen = append(seen, d)
+	return out
+}
+
+// summarize fills p's counts and latencies from what was sent, seen in DNS
+// and seen on the bench's watch, by write key.
+func (p *propagation) summarize(streams []writeStream, s *sent, seen, event map[int]time.Duration) {
+	var all, acks, afterAck, events, afterEvent latencies
+	for k, d := range seen {
+		all = append(all, d)
 		if k>>20 == 1 {
 			p.ESSeen++
 		}
-		if a, ok := ack[k]; ok {
+		if a, ok := s.ack[k]; ok {
 			afterAck = append(afterAck, d-a)
 		}
-		if e, ok := w.event[k]; ok {
+		if e, ok := event[k]; ok {
 			events = append(events, e)
 			afterEvent = append(afterEvent, d-e)
 		}
 	}
-	w.mu.Unlock()
-	for _, a := range ack {
+	for _, a := range s.ack {
 		acks = append(acks, a)
 	}
-	p.Writes, p.Seen, p.WriteErrors = writes, len(seen), errs
-	p.Achieved = float64(writes) / sendTimes[0].Seconds()
+	p.Writes, p.Seen, p.WriteErrors = streams[0].n, len(seen), s.errs
+	p.Achieved = float64(p.Writes) / s.sendTimes[0].Seconds()
 	if len(streams) > 1 {
 		p.ESWrites = streams[1].n
-		p.ESAchieved = float64(streams[1].n) / sendTimes[1].Seconds()
+		p.ESAchieved = float64(p.ESWrites) / s.sendTimes[1].Seconds()
 	}
-	slices.Sort(seen)
-	slices.Sort(acks)
-	slices.Sort(afterAck)
-	slices.Sort(events)
-	slices.Sort(afterEvent)
-	p.EventP50, p.EventP99 = percentile(events, 0.50), percentile(events, 0.99)
-	p.AfterEventP50, p.AfterEventP99 = percentile(afterEvent, 0.50), percentile(afterEvent, 0.99)
-	p.P50, p.P90, p.P99 = percentile(seen, 0.50), percentile(seen, 0.90), percentile(seen, 0.99)
-	if len(seen) > 0 {
-		p.Max = seen[len(seen)-1]
-	}
-	p.AckP50, p.AckP99 = percentile(acks, 0.50), percentile(acks, 0.99)
-	p.AfterAckP50, p.AfterAckP99 = percentile(afterAck, 0.50), percentile(afterAck, 0.99)
-	if all := writes + p.ESWrites; errs > all/100 {
-		return p, fmt.Errorf("%d of %d writes failed, the first: %v", errs, all, firstErr)
-	}
-	return p, nil
+	p.P50, p.P90, p.P99, p.Max = all.q(0.50), all.q(0.90), all.q(0.99), all.q(1)
+	p.AckP50, p.AckP99 = acks.q(0.50), acks.q(0.99)
+	p.AfterAckP50, p.AfterAckP99 = afterAck.q(0.50), afterAck.q(0.99)
+	p.EventP50, p.EventP99 = events.q(0.50), events.q(0.99)
+	p.AfterEventP50, p.AfterEventP99 = afterEvent.q(0.50), afterEvent.q(0.99)
 }
 
 // watchWrites watches, beside the server, the ServiceImports and
 // EndpointSlices that measurePropagation writes, from the current
-// resourceVersion on, and tells w when each write's event arrives. The
+// resourceVersion on, and tells ev when each write's event arrives. The
 // returned func stops the watches.
-func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
+func watchWrites(ctx context.Context, c *cluster, ev *writeEvents) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var watches []watch.Interface
 	stop := sync.OnceFunc(func() {
@@ -316,7 +316,7 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 			wi.Stop()
 		}
 	})
-	si := c.dyn.Resource(c.shape.gvr())
+	si := c.dyn.Resource(c.version.gvr())
 	list, err := si.List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		stop()
@@ -341,23 +341,23 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 	}
 	watches = append(watches, ew)
 	go func() {
-		for ev := range sw.ResultChan() {
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+		for we := range sw.ResultChan() {
+			if u, ok := we.Object.(*unstructured.Unstructured); ok {
 				seen := time.Now() // when the event arrived, not when it was read
 				if im, err := cache.ReadImport(u); err == nil {
 					for _, ip := range im.IPs {
-						w.sawEvent(ip.String(), seen)
+						ev.saw(ip.String(), seen)
 					}
 				}
 			}
 		}
 	}()
 	go func() {
-		for ev := range ew.ResultChan() {
-			if slice, ok := ev.Object.(*discoveryv1.EndpointSlice); ok {
+		for we := range ew.ResultChan() {
+			if slice, ok := we.Object.(*discoveryv1.EndpointSlice); ok {
 				for _, e := range slice.Endpoints {
 					for _, ip := range e.Addresses {
-						w.sawEvent(ip, time.Now())
+						ev.saw(ip, time.Now())
 					}
 				}
 			}
@@ -366,137 +366,49 @@ func watchWrites(ctx context.Context, c *cluster, w *watcher) (func(), error) {
 	return stop, nil
 }
 
-// pendingWrite is a write whose new address DNS has not answered yet.
-type pendingWrite struct {
-	name, ip string
-	sent     time.Time
+// writeEvents notes, per write, when its event arrived on the bench's watch.
+type writeEvents struct {
+	mu     sync.Mutex
+	byIP   map[string]int        // write by the address it sets
+	sentAt map[int]time.Time     // by write: when it was sent
+	event  map[int]time.Duration // by write: from sending it to its event
 }
 
-// watcher asks a server for each pending name in turn, one question at a
-// time over one UDP socket, until it answers the new address (the latency
-// goes to seen) or 15 seconds have passed.
-type watcher struct {
-	server *server
-
-	mu      sync.Mutex
-	waiting map[int]pendingWrite
-	closed  bool                  // no more writes will be added
-	seen    map[int]time.Duration // by write
-	byIP    map[string]int        // write by the address it sets
-	sentAt  map[int]time.Time     // by write: when it was sent
-	event   map[int]time.Duration // by write: from sending it to its event on the bench's watch
+func (ev *writeEvents) add(k int, ip string, sent time.Time) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.byIP[ip] = k
+	ev.sentAt[k] = sent
 }
 
-func (w *watcher) add(k int, p pendingWrite) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.waiting[k] = p
-	w.byIP[p.ip] = k
-	w.sentAt[k] = p.sent
-}
-
-// sawEvent notes that the write setting ip was seen on the bench's watch at
-// t, the first time only.
-func (w *watcher) sawEvent(ip string, t time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	k, ok := w.byIP[ip]
-	if _, done := w.event[k]; !ok || done {
+// saw notes that the write setting ip was seen on the watch at t, the first
+// time only.
+func (ev *writeEvents) saw(ip string, t time.Time) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	k, ok := ev.byIP[ip]
+	if _, done := ev.event[k]; !ok || done {
 		return
 	}
-	w.event[k] = t.Sub(w.sentAt[k])
+	ev.event[k] = t.Sub(ev.sentAt[k])
 }
 
-func (w *watcher) drop(k int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.waiting, k)
+func (ev *writeEvents) durations() map[int]time.Duration {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return maps.Clone(ev.event)
 }
 
-func (w *watcher) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
+// latencies are durations to summarize by nearest-rank quantiles.
+type latencies []time.Duration
 
-// watcherSockets is how many questions the watcher has in flight at most,
-// one per socket: with one, a server under dnsperf (a few milliseconds per
-// answer) would take a second to go over a few hundred pending names, and
-// the watcher, not the server, would set the latency measured.
-const watcherSockets = 8
-
-// run watches until nothing waits and close was called.
-func (w *watcher) run(ctx context.Context) error {
-	errs := make(chan error, watcherSockets)
-	for i := range watcherSockets {
-		go func() { errs <- w.runShare(ctx, i) }()
-	}
-	var first error
-	for range watcherSockets {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// runShare watches the pending writes k with k % watcherSockets == share,
-// over a socket of its own.
-func (w *watcher) runShare(ctx context.Context, share int) error {
-	cl := &dns.Client{Net: "udp", Timeout: time.Second}
-	conn, err := cl.DialContext(ctx, w.server.Addr())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	for ctx.Err() == nil {
-		w.mu.Lock()
-		keys := make([]int, 0, len(w.waiting)/watcherSockets+1)
-		for k := range w.waiting {
-			if k%watcherSockets == share {
-				keys = append(keys, k)
-			}
-		}
-		done := w.closed && len(w.waiting) == 0
-		w.mu.Unlock()
-		if done {
-			return nil
-		}
-		pass := time.Now()
-		for _, k := range keys {
-			w.mu.Lock()
-			p, ok := w.waiting[k]
-			w.mu.Unlock()
-			if !ok {
-				continue
-			}
-			m := new(dns.Msg)
-			m.SetQuestion(p.name, dns.TypeA)
-			m.RecursionDesired = false
-			r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
-			now := time.Now()
-			w.mu.Lock()
-			switch {
-			case err == nil && hasA(r, p.ip):
-				w.seen[k] = now.Sub(p.sent)
-				delete(w.waiting, k)
-			case now.Sub(p.sent) > 15*time.Second:
-				delete(w.waiting, k)
-			}
-			w.mu.Unlock()
-		}
-		if rest := time.Millisecond - time.Since(pass); rest > 0 {
-			time.Sleep(rest)
-		}
-	}
-	return ctx.Err()
-}
-
-// percentile of sorted durations, nearest rank.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
+// q is the nearest-rank quantile q of l (q(1) is the largest), 0 when l is
+// empty; it sorts l.
+func (l latencies) q(q float64) time.Duration {
+	if len(l) == 0 {
 		return 0
 	}
-	k := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[max(0, min(k, len(sorted)-1))]
+	slices.Sort(l)
+	k := int(q*float64(len(l))+0.999999) - 1
+	return l[max(0, min(k, len(l)-1))]
 }

@@ -1,4 +1,4 @@
-package harness
+package sandbox
 
 import (
 	"archive/tar"
@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,59 +20,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
-
-// InNetns runs f on an OS thread of its own that has joined the network
-// namespace at path (such as /var/run/netns/NAME, from `ip netns add`), then
-// returns the thread to this process's network namespace. Sockets f opens
-// stay in that namespace and may be used from any goroutine; processes f
-// starts with os/exec are forked from that thread and run in it too. Needs
-// CAP_SYS_ADMIN.
-func InNetns(path string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		home, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer home.Close()
-		ns, err := os.Open(path)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("joining the network namespace %s: %w", path, err)
-			return
-		}
-		ferr := f()
-		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays locked, so it ends with this goroutine
-			// rather than serve others in the wrong namespace.
-			errc <- errors.Join(ferr, fmt.Errorf("leaving the network namespace %s: %w", path, err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
-// DigIn is Dig run inside the network namespace at netns.
-func DigIn(netns string, port int, name, qtype string, extra ...string) (*DigResult, error) {
-	var r *DigResult
-	err := InNetns(netns, func() (err error) {
-		r, err = Dig(port, name, qtype, extra...)
-		return err
-	})
-	return r, err
-}
 
 // ForwardIntoNetns listens on the TCP address addr inside the network
 // namespace at netns and forwards every connection to the same address in
@@ -83,7 +32,7 @@ func DigIn(netns string, port int, name, qtype string, extra ...string) (*DigRes
 // forwarded connection.
 func ForwardIntoNetns(netns, addr string) (stop func(), err error) {
 	var l net.Listener
-	if err := InNetns(netns, func() (err error) {
+	if err := harness.InNetns(netns, func() (err error) {
 		l, err = net.Listen("tcp", addr)
 		return err
 	}); err != nil {
@@ -277,7 +226,7 @@ func StartRunc(t testing.TB, bundle, id string) (*Runc, error) {
 			t.Errorf("runc delete --force %s: %v\n%s", id, err, out)
 		}
 		if t.Failed() {
-			t.Logf("--- runc's and the container's output\n%s", Abridge(c.Output(), 60, 60))
+			t.Logf("--- runc's and the container's output\n%s", harness.Abridge(c.Output(), 60, 60))
 		}
 	})
 	return c, nil
@@ -303,9 +252,9 @@ func (c *Runc) Output() string {
 // WaitRunning waits until `runc state` says running and returns the
 // container's process ID, as the host sees it.
 func (c *Runc) WaitRunning(within time.Duration) (pid int, err error) {
-	err = Poll(within, func() error {
+	err = harness.Poll(within, func() error {
 		if ok, err := c.Exited(0); ok {
-			return Permanent(fmt.Errorf("runc run exited: %v\n%s", err, c.Output()))
+			return harness.Permanent(fmt.Errorf("runc run exited: %v\n%s", err, c.Output()))
 		}
 		out, err := exec.Command("runc", "--root", c.state, "state", c.ID).Output()
 		var st struct {

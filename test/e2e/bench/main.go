@@ -6,25 +6,29 @@
 // and how fast a change written to the API server shows in DNS answers.
 //
 // Run it through hack/bench.sh, which builds the binaries it needs;
-// docs/benchmarks.md explains the method and shows a run. It is a module of
-// its own (go.mod says why); stock/ is the nested module that pins stock
-// CoreDNS v1.15.0, which hack/stock.sh builds.
+// docs/benchmarks.md explains the method and shows a run. It lives in the
+// test/e2e module, beside the harness it shares with the e2e tests; stock
+// CoreDNS v1.15.0 is pinned by the nested module hack/stock, which
+// hack/stock.sh builds.
 //
 // Files: main.go (the flags and the run: QPS rounds, then -scale or -soak),
-// server.go (one CoreDNS process, pinned, run by the e2e harness, with its
-// Corefile, and its metrics read with expfmt), fixture.go (the objects
-// written to both control planes), check.go (a dig per mix and server
-// before measuring), dnsperf.go (the query files and dnsperf's runs,
-// parsed), proc.go (process memory and CPU time, through
-// prometheus/procfs), scale.go (-scale: memory, time to ready
-// and propagation of a write to the answers), replicas.go (replicas started
-// together against one API server), soak.go (-soak: the long churn and the
-// check of every answer at its end), report.go (the tables, as Markdown) and
-// charts.go (the SVG charts, with gonum/plot).
+// server.go (one CoreDNS process, pinned, run by the e2e harness, and its
+// Go heap from the harness's scrape), fixture.go (the objects, built by the
+// harness, written to the control planes), check.go (a dig per mix and
+// server before measuring), dnsperf.go (the query files and dnsperf's runs,
+// parsed), proc.go (the other processes' share of the CPUs, from the
+// harness's procfs readings), scale.go (-scale: memory, time to ready and
+// propagation of a write to the answers, timed by the harness's
+// AnswerWatcher), replicas.go (replicas started together against one API
+// server), soak.go (-soak: the long churn and the check of every answer at
+// its end), report.go (the tables, as Markdown) and charts.go (the SVG
+// charts, with gonum/plot).
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -38,7 +42,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -155,7 +158,56 @@ func logf(format string, args ...any) {
 func run(c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := c.prepare(); err != nil {
+		return err
+	}
+	if c.soak > 0 {
+		return runSoak(ctx, c)
+	}
+	rep := &report{cfg: c, started: time.Now()}
+	rep.machine()
 
+	// Two control planes, so that each server lists exactly its own objects:
+	// the v1alpha2 fixture for ours, the same names in v1alpha1 for stock.
+	// Both install deploy/crds' CRD: ours with v1alpha2 alone, so that it
+	// watches one version as stock does, stock with v1alpha1 as the storage
+	// version.
+	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
+	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
+	cls, stopPlanes, err := startPlanes(ctx, c.repo, fx,
+		plane{"ours (v1alpha2)", v1alpha2, "v1alpha2", true}, plane{"stock (v1alpha1)", v1alpha1, c.stockStorage, false})
+	defer stopPlanes()
+	if err != nil {
+		return err
+	}
+	oursCl, stockCl := cls[0], cls[1]
+	logf("control planes up: %s (v1alpha2 objects, for ours), %s (v1alpha1 objects, for stock)",
+		oursCl.env.APIServerURL(), stockCl.env.APIServerURL())
+	setupCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := loadFixture(setupCtx, cls, c.imports); err != nil {
+		return err
+	}
+	starters, err := c.starters(setupCtx, oursCl.env, stockCl.env)
+	if err != nil {
+		return err
+	}
+	if c.qps {
+		if err := runQPS(ctx, c, rep, fx, starters); err != nil {
+			return err
+		}
+	}
+	if c.scale {
+		if err := runScale(ctx, c, rep, fx, starters, oursCl, stockCl); err != nil {
+			return err
+		}
+	}
+	rep.finished = time.Now()
+	return c.writeResults(rep)
+}
+
+// prepare checks the tools and binaries and settles the output paths.
+func (c *config) prepare() error {
 	if c.repo == "" {
 		var err error
 		if c.repo, err = harness.RepoRoot(); err != nil {
@@ -182,119 +234,93 @@ func run(c config) error {
 	if c.out == "" {
 		c.out = filepath.Join(c.repo, ".cache", "bench", "run-"+time.Now().Format("20060102-150405"))
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
-	if c.markdown == "" {
-		c.markdown = filepath.Join(c.out, "results.md")
-	}
-	if c.charts == "" {
-		c.charts = c.out
-	}
+	c.markdown = cmp.Or(c.markdown, filepath.Join(c.out, "results.md"))
 	// Absolute, so that the Markdown's links to the charts can be made
 	// relative to it.
-	chartsDir, err := filepath.Abs(c.charts)
-	if err != nil {
+	var err error
+	if c.charts, err = filepath.Abs(cmp.Or(c.charts, c.out)); err != nil {
 		return err
 	}
-	c.charts = chartsDir
-	if err := os.MkdirAll(c.charts, 0o755); err != nil {
-		return err
-	}
-	if c.soak > 0 {
-		return runSoak(ctx, c)
-	}
-	rep := &report{cfg: c, started: time.Now()}
-	rep.machine()
+	return errors.Join(os.MkdirAll(c.out, 0o755), os.MkdirAll(c.charts, 0o755))
+}
 
-	// Two control planes, so that each server lists exactly its own objects:
-	// the v1alpha2 fixture for ours, the same names in v1alpha1 shape for
-	// stock. Both install deploy/crds' CRD: ours with v1alpha2 alone, so that
-	// it watches one shape as stock does, stock with v1alpha1 as the storage
-	// version.
-	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
-	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
-	envs := make([]*harness.Env, 2)
-	stockCRD, err := crdWithStorage(c.repo, c.stockStorage, false)
-	if err != nil {
-		return err
-	}
-	oursCRD, err := crdWithStorage(c.repo, "v1alpha2", true)
-	if err != nil {
-		return err
-	}
-	err = parallel(ctx, 2, 2, func(ctx context.Context, k int) error {
-		opts := harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{oursCRD}}
-		if k == 1 {
-			opts.CRDs = []*apiextensionsv1.CustomResourceDefinition{stockCRD}
-		}
-		e, err := harness.Start(opts)
-		envs[k] = e
-		return err
-	})
-	defer func() {
+// plane is a control plane to start: its name, the ServiceImport version
+// its objects are written in, and its CRD's storage version (alone: the only
+// one served).
+type plane struct {
+	name    string
+	version version
+	storage string
+	alone   bool
+}
+
+// startPlanes starts the control planes at once, each with deploy/crds'
+// ServiceImport CRD as its plane says, and unthrottled clients for each.
+// stop stops them all, after an error too.
+func startPlanes(ctx context.Context, repo string, fx fixture, planes ...plane) (cls []*cluster, stop func(), err error) {
+	envs := make([]*harness.Env, len(planes))
+	stop = func() {
 		for _, e := range envs {
 			if e != nil {
 				_ = e.Stop()
 			}
 		}
-	}()
-	if err != nil {
-		return err
 	}
-	oursCl, err := newCluster("ours (v1alpha2)", v1alpha2, envs[0], fx)
-	if err != nil {
-		return err
-	}
-	stockCl, err := newCluster("stock (v1alpha1)", v1alpha1, envs[1], fx)
-	if err != nil {
-		return err
-	}
-	logf("control planes up: %s (v1alpha2 objects, for ours), %s (v1alpha1 objects, for stock)",
-		envs[0].APIServerURL(), envs[1].APIServerURL())
-
-	setupCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	if err := loadFixture(setupCtx, []*cluster{oursCl, stockCl}, c.imports); err != nil {
-		return err
-	}
-	// Ours runs as its least-privilege identity (deploy/rbac.yaml); stock
-	// needs Services, EndpointSlices and Namespaces as well: the admin.
-	id, err := envs[0].PluginIdentity(setupCtx)
-	if err != nil {
-		return err
-	}
-	adminKubeconfig := filepath.Join(envs[1].TempDir(), "admin.kubeconfig")
-	if err := envs[1].WriteAdminKubeconfig(adminKubeconfig); err != nil {
-		return err
-	}
-	oursPlugin := harness.MulticlusterBlock(id.Kubeconfig)
-	stockPlugin := fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, adminKubeconfig, zone)
-	// A starter's suffix names the server's files; metrics adds the
-	// prometheus plugin (the scale servers, for their Go heap).
-	starters := map[string]starter{
-		"floor": func(sfx string, metrics bool) (*server, error) {
-			return startServer("floor"+sfx, "floor: stock whoami", c.stock, c.out, c.serverCPU, "whoami", metrics)
-		},
-		"stock": func(sfx string, metrics bool) (*server, error) {
-			return startServer("stock"+sfx, "stock v1.15.0 kubernetes", c.stock, c.out, c.serverCPU, stockPlugin, metrics)
-		},
-		"ours": func(sfx string, metrics bool) (*server, error) {
-			return startServer("ours"+sfx, "ours multicluster", c.ours, c.out, c.serverCPU, oursPlugin, metrics)
-		},
-	}
-
-	if c.qps {
-		if err := runQPS(ctx, c, rep, fx, starters); err != nil {
+	err = parallel(ctx, len(planes), len(planes), func(ctx context.Context, k int) error {
+		crd, err := serviceImportCRD(repo, planes[k].storage, planes[k].alone)
+		if err != nil {
 			return err
 		}
+		envs[k], err = harness.Start(harness.Options{Repo: repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+		return err
+	})
+	for k, p := range planes {
+		if err != nil {
+			break
+		}
+		var cl *cluster
+		cl, err = newCluster(p.name, p.version, envs[k], fx)
+		cls = append(cls, cl)
 	}
-	if c.scale {
-		if err := runScale(ctx, c, rep, fx, starters, oursCl, stockCl); err != nil {
-			return err
+	return cls, stop, err
+}
+
+// starters start the floor, stock and ours on their control planes. Ours
+// runs as its least-privilege identity (deploy/rbac.yaml); stock needs
+// Services, EndpointSlices and Namespaces as well: the admin. A starter's
+// suffix names the server's files; metrics adds the prometheus plugin (the
+// scale servers, for their Go heap).
+func (c *config) starters(ctx context.Context, ours, stock *harness.Env) (map[string]starter, error) {
+	id, err := ours.PluginIdentity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	adminKubeconfig := filepath.Join(stock.TempDir(), "admin.kubeconfig")
+	if err := stock.WriteAdminKubeconfig(adminKubeconfig); err != nil {
+		return nil, err
+	}
+	plugins := map[string]string{
+		"floor": "whoami",
+		"stock": fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, adminKubeconfig, zone),
+		"ours":  harness.MulticlusterBlock(id.Kubeconfig),
+	}
+	labels := map[string]string{"floor": "floor: stock whoami", "stock": "stock v1.15.0 kubernetes", "ours": "ours multicluster"}
+	starters := map[string]starter{}
+	for name, plugin := range plugins {
+		bin := c.stock
+		if name == "ours" {
+			bin = c.ours
+		}
+		starters[name] = func(sfx string, metrics bool) (*server, error) {
+			return startServer(name+sfx, labels[name], bin, c.out, c.serverCPU, plugin, metrics)
 		}
 	}
-	rep.finished = time.Now()
+	return starters, nil
+}
+
+// writeResults prints the report, draws its charts and writes it as
+// Markdown, with links to the charts.
+func (c *config) writeResults(rep *report) error {
 	text := rep.String()
 	fmt.Println()
 	fmt.Print(text)
@@ -317,36 +343,21 @@ func run(c config) error {
 	return nil
 }
 
-// crdWithStorage reads deploy/crds' ServiceImport CRD, which serves v1alpha1,
-// v1beta1 and v1alpha2 with conversion strategy None, and makes version the
+// serviceImportCRD is deploy/crds' ServiceImport CRD, which serves v1alpha1,
+// v1beta1 and v1alpha2 with conversion strategy None, with version the
 // storage version (the only one served when alone is set). Stock's control
 // plane needs v1alpha1 there: the API server prunes every object against the
 // storage version's schema, so a v1alpha1 object stored as v1alpha2 loses its
 // spec.
-func crdWithStorage(repo, version string, alone bool) (*apiextensionsv1.CustomResourceDefinition, error) {
-	path := filepath.Join(repo, "deploy", "crds", "multicluster.x-k8s.io_serviceimports.yaml")
-	data, err := os.ReadFile(path)
+func serviceImportCRD(repo, version string, alone bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, err := harness.ServiceImportCRD(repo, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if alone {
+		return crd, harness.KeepVersions(crd, version)
 	}
-	found := false
-	var keep []apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range crd.Spec.Versions {
-		v.Storage = v.Name == version
-		found = found || (v.Storage && v.Served)
-		if v.Storage || !alone {
-			keep = append(keep, v)
-		}
-	}
-	crd.Spec.Versions = keep
-	if !found {
-		return nil, fmt.Errorf("%s does not serve %s", path, version)
-	}
-	return crd, nil
+	return crd, harness.SetStorage(crd, version)
 }
 
 // runQPS starts the floor, stock and ours one after another (each one's
@@ -422,34 +433,44 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, starters map
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				waited := waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-				logPath := filepath.Join(c.out, fmt.Sprintf("dnsperf-r%d-%s-%s.txt", round, m.Key, s.Name))
-				profiled := make(chan error, 1)
-				if withPprof && round == 1 && o.Duration >= 4*time.Second {
-					path := filepath.Join(c.out, fmt.Sprintf("cpu-%s-%s.pprof", m.Key, s.Name))
-					go func() {
-						time.Sleep(time.Second)
-						profiled <- s.profile(o.Duration-3*time.Second, path)
-					}()
-				} else {
-					profiled <- nil
-				}
-				r, err := runDnsperf(ctx, s, m, o, logPath)
-				if perr := <-profiled; perr != nil {
-					logf("profile of %s, %s: %v", s.Name, m.Key, perr)
-				}
+				r, err := measureRun(ctx, c, o, round, m, s)
 				if err != nil {
-					return fmt.Errorf("round %d, %s, %s: %w", round, m.Key, s.Name, err)
+					return err
 				}
-				r.Round, r.Waited = round, waited
 				rep.results = append(rep.results, r)
-				logf("round %d %-8s %-5s %7.0f qps, %7.0f per CPU-second; lost %d, non-NOERROR %d, latency %.1fms; server CPU %.0f%%, others on its CPU %.0f%%; load %s, waited %.1fs",
-					round, m.Key, s.Name, r.QPS, r.PerCPU(), r.Lost, r.NonNoError(), r.AvgLatency*1000, r.ServerCPU*100, r.OtherCPU*100, r.LoadAvg, r.Waited.Seconds())
-				time.Sleep(time.Second) // let the last responses drain
 			}
 		}
 	}
 	return nil
+}
+
+// measureRun waits for the server's CPU to be quiet and runs dnsperf on
+// it once, with a CPU profile in round 1 under -pprof.
+func measureRun(ctx context.Context, c config, o perfOpts, round int, m mix, s *server) (perfResult, error) {
+	waited := waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+	logPath := filepath.Join(c.out, fmt.Sprintf("dnsperf-r%d-%s-%s.txt", round, m.Key, s.Name))
+	profiled := make(chan error, 1)
+	if withPprof && round == 1 && o.Duration >= 4*time.Second {
+		path := filepath.Join(c.out, fmt.Sprintf("cpu-%s-%s.pprof", m.Key, s.Name))
+		go func() {
+			time.Sleep(time.Second)
+			profiled <- s.profile(o.Duration-3*time.Second, path)
+		}()
+	} else {
+		profiled <- nil
+	}
+	r, err := runDnsperf(ctx, s, m, o, logPath)
+	if perr := <-profiled; perr != nil {
+		logf("profile of %s, %s: %v", s.Name, m.Key, perr)
+	}
+	if err != nil {
+		return r, fmt.Errorf("round %d, %s, %s: %w", round, m.Key, s.Name, err)
+	}
+	r.Round, r.Waited = round, waited
+	logf("round %d %-8s %-5s %7.0f qps, %7.0f per CPU-second; lost %d, non-NOERROR %d, latency %.1fms; server CPU %.0f%%, others on its CPU %.0f%%; load %s, waited %.1fs",
+		round, m.Key, s.Name, r.QPS, r.PerCPU(), r.Lost, r.NonNoError(), r.AvgLatency*1000, r.ServerCPU*100, r.OtherCPU*100, r.LoadAvg, r.Waited.Seconds())
+	time.Sleep(time.Second) // let the last responses drain
+	return r, nil
 }
 
 // starter starts the floor, stock or ours.

@@ -20,7 +20,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,21 +61,12 @@ const soakTolerance = 0.05
 func runSoak(ctx context.Context, c config) error {
 	c.soakServices = max(20, c.soakServices/10*10)
 	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
-	crd, err := crdWithStorage(c.repo, "v1alpha2", true)
+	cls, stop, err := startPlanes(ctx, c.repo, fixture{namespaces: 10}, plane{"soak", v1alpha2, "v1alpha2", true})
+	defer stop()
 	if err != nil {
 		return err
 	}
-	env, err := harness.Start(harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
-	if env != nil {
-		defer func() { _ = env.Stop() }()
-	}
-	if err != nil {
-		return err
-	}
-	cl, err := newCluster("soak", v1alpha2, env, fixture{namespaces: 10})
-	if err != nil {
-		return err
-	}
+	cl, env := cls[0], cls[0].env
 	if err := cl.createNamespaces(ctx); err != nil {
 		return err
 	}
@@ -249,7 +239,7 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 	delete(w.headless, i)
 	delete(w.objs, i)
 	return false, retryTransient(ctx, func(ctx context.Context) error {
-		err := w.cl.dyn.Resource(w.cl.shape.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
+		err := w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
 		if slice {
 			err = w.cl.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, fmt.Sprintf("es-%05d", i), metav1.DeleteOptions{})
 		}
@@ -264,7 +254,7 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 // (one time in four), or merge-patches its ips, its ports or a label.
 func (w *soakWriter) writeImport(ctx context.Context, i int) error {
 	ns, name := w.cl.fx.namespace(i), importName(i)
-	res := w.cl.dyn.Resource(w.cl.shape.gvr()).Namespace(ns)
+	res := w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns)
 	headless, exists := w.headless[i]
 	if !exists {
 		headless = w.rng.IntN(3) == 0
@@ -272,8 +262,8 @@ func (w *soakWriter) writeImport(ctx context.Context, i int) error {
 		if headless {
 			typ, ips = "Headless", nil
 		}
-		u := w.cl.shape.serviceImport(ns, name, typ, ips, 1+w.rng.IntN(3))
-		u.Object["ports"] = importPorts(w.ports())
+		u := w.cl.version.serviceImport(ns, name, typ, ips, 1+w.rng.IntN(3))
+		u.Object["ports"] = importPorts(w.ports()) // ours reads v1alpha2: ports at the root
 		_, err := res.Create(ctx, u, metav1.CreateOptions{})
 		if err == nil {
 			w.headless[i] = headless
@@ -311,13 +301,8 @@ func (w *soakWriter) writeSlice(ctx context.Context, j int) error {
 	es, err := w.objs[j], error(nil)
 	switch {
 	case es == nil:
-		es = &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("es-%05d", j), Labels: map[string]string{
-				mcsv1beta1.LabelServiceName: importName(home), mcsv1beta1.LabelSourceCluster: clusterID(w.rng.IntN(4)),
-				"endpointslice.kubernetes.io/managed-by": "bench.multicluster.x-k8s.io",
-			}},
-			AddressType: discoveryv1.AddressTypeIPv4, Ports: w.ports(),
-		}
+		es = slice(w.cl.fx.namespace(home), fmt.Sprintf("es-%05d", j), importName(home), w.rng.IntN(4))
+		es.Ports = harness.SlicePorts(w.ports())
 		for range 1 + w.rng.IntN(6) {
 			es.Endpoints = append(es.Endpoints, w.endpoint())
 		}
@@ -343,7 +328,7 @@ func (w *soakWriter) writeSlice(ctx context.Context, j int) error {
 		case op == 3:
 			e[k].Hostname = nil
 		case op == 4:
-			es.Ports = w.ports()
+			es.Ports = harness.SlicePorts(w.ports())
 		case op == 5: // to another service of the namespace
 			for was := es.Labels[mcsv1beta1.LabelServiceName]; es.Labels[mcsv1beta1.LabelServiceName] == was; {
 				es.Labels[mcsv1beta1.LabelServiceName] = importName(home%10 + 10*w.rng.IntN(w.services/10))
@@ -382,21 +367,17 @@ func (w *soakWriter) endpoint() discoveryv1.Endpoint {
 var soakPortNames = []string{"http", "grpc", "metrics", "admin", "dns"}
 
 // ports are one to three TCP ports of distinct names and random numbers.
-func (w *soakWriter) ports() []discoveryv1.EndpointPort {
-	var ps []discoveryv1.EndpointPort
+func (w *soakWriter) ports() []corev1.ServicePort {
+	var ps []corev1.ServicePort
 	for _, k := range w.rng.Perm(len(soakPortNames))[:1+w.rng.IntN(3)] {
-		ps = append(ps, discoveryv1.EndpointPort{Name: ptr.To(soakPortNames[k]), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(1 + w.rng.IntN(65535)))})
+		ps = append(ps, harness.TCP(soakPortNames[k], int32(1+w.rng.IntN(65535))))
 	}
 	return ps
 }
 
-// importPorts are ps as a ServiceImport's ports, unstructured.
-func importPorts(ps []discoveryv1.EndpointPort) []any {
-	var out []any
-	for _, p := range ps {
-		out = append(out, map[string]any{"name": *p.Name, "protocol": string(*p.Protocol), "port": int64(*p.Port)})
-	}
-	return out
+// importPorts are ps as a v1alpha2 ServiceImport's ports, unstructured.
+func importPorts(ps []corev1.ServicePort) any {
+	return harness.Import{Ports: ps}.Object(string(v1alpha2)).Object["ports"]
 }
 
 // expectedA is the A answer of every import's name, by name: a ClusterSetIP
@@ -461,7 +442,7 @@ func answerMismatch(r *dns.Msg, want []string) string {
 // one or two minutes have passed: the names asked, the last pass's
 // mismatches and how long it took.
 func checkSoak(ctx context.Context, cl *cluster, s *server, services int) (int, []string, time.Duration, error) {
-	list, err := cl.dyn.Resource(cl.shape.gvr()).List(ctx, metav1.ListOptions{})
+	list, err := cl.dyn.Resource(cl.version.gvr()).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, nil, 0, err
 	}

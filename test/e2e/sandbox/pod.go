@@ -1,4 +1,4 @@
-package harness
+package sandbox
 
 import (
 	"cmp"
@@ -22,6 +22,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // PodOptions say which container of a Deployment to run under runc, and
@@ -65,7 +67,7 @@ type Pod struct {
 // naming the API server: credentials as in a cluster, no kubeconfig.
 // seccomp is left out: runc has no RuntimeDefault profile. Needs root.
 // Everything is removed when the test ends.
-func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
+func StartPod(t testing.TB, e *harness.Env, opts PodOptions) (*Pod, error) {
 	t.Helper()
 	spec := opts.Deployment.Spec.Template.Spec
 	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return opts.Container == "" || c.Name == opts.Container })
@@ -94,26 +96,47 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 
 	id := fmt.Sprintf("e2e-pod-%d-%d", os.Getpid(), podSeq.Add(1))
 	p.Netns = "/var/run/netns/" + id
-	if out, err := exec.Command("ip", "netns", "add", id).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", id).Run() })
-	if out, err := exec.Command("ip", "-n", id, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("ip link set lo up: %v: %s", err, out)
-	}
 	api, err := url.Parse(e.APIServerURL())
 	if err != nil {
 		return nil, err
 	}
-	stop, err := ForwardIntoNetns(p.Netns, api.Host)
+	if err := podNetns(t, id, api.Host); err != nil {
+		return nil, err
+	}
+	bundle, err := p.bundle(t, opts, id, api, mounts)
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(stop)
+	if p.Runc, err = StartRunc(t, bundle, id); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
+// podNetns makes the pod sandbox's network namespace, id, with lo up and
+// the API server's apiHost forwarded into it; the test's end removes it.
+func podNetns(t testing.TB, id, apiHost string) error {
+	if out, err := exec.Command("ip", "netns", "add", id).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", id).Run() })
+	if out, err := exec.Command("ip", "-n", id, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+	}
+	stop, err := ForwardIntoNetns("/var/run/netns/"+id, apiHost)
+	if err != nil {
+		return err
+	}
+	t.Cleanup(stop)
+	return nil
+}
+
+// bundle writes the OCI bundle of p's container (runc spec, changed as
+// containerd's CRI would for the pod) and returns its directory.
+func (p *Pod) bundle(t testing.TB, opts PodOptions, id string, api *url.URL, mounts []any) (string, error) {
 	bundle := t.TempDir()
 	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("runc spec: %v: %s", err, out)
+		return "", fmt.Errorf("runc spec: %v: %s", err, out)
 	}
 	var oci map[string]any
 	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
@@ -121,7 +144,7 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 		err = json.Unmarshal(b, &oci)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	// containerd's CRI for a non-root user: bounding, effective and
 	// permitted; no inheritable or ambient (CVE-2022-24769). The exec keeps
@@ -163,17 +186,14 @@ func (e *Env) StartPod(t testing.TB, opts PodOptions) (*Pod, error) {
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o644)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- config.json\n%s", b)
 		}
 	})
-	if p.Runc, err = StartRunc(t, bundle, id); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return bundle, nil
 }
 
 var podSeq atomic.Int64
@@ -276,8 +296,13 @@ func podMounts(t testing.TB, opts PodOptions, c *corev1.Container, ca []byte) ([
 }
 
 // Dig asks the pod's port 53 from inside its network namespace.
-func (p *Pod) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	return DigIn(p.Netns, 53, name, qtype, extra...)
+func (p *Pod) Dig(name, qtype string, extra ...string) (*harness.DigResult, error) {
+	var r *harness.DigResult
+	err := harness.InNetns(p.Netns, func() (err error) {
+		r, err = harness.Dig(53, name, qtype, extra...)
+		return err
+	})
+	return r, err
 }
 
 // Probe GETs an httpGet probe of the container from inside the pod's
@@ -298,7 +323,7 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 	u := fmt.Sprintf("http://127.0.0.1:%d%s", port, probe.HTTPGet.Path)
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 		Dial: func(network, addr string) (conn net.Conn, err error) {
-			err = InNetns(p.Netns, func() error { conn, err = net.DialTimeout(network, addr, time.Second); return err })
+			err = harness.InNetns(p.Netns, func() error { conn, err = net.DialTimeout(network, addr, time.Second); return err })
 			return conn, err
 		}}}
 	resp, err := c.Get(u)
@@ -317,9 +342,9 @@ func (p *Pod) Probe(probe *corev1.Probe) error {
 // moment before the server's TCP listener accepts (seen in a CI-style run:
 // connection refused on the first query after ready).
 func (p *Pod) WaitReady(within time.Duration) error {
-	return Poll(within, func() error {
+	return harness.Poll(within, func() error {
 		if ok, err := p.Exited(0); ok {
-			return Permanent(fmt.Errorf("the container exited: %v\n%s", err, p.Output()))
+			return harness.Permanent(fmt.Errorf("the container exited: %v\n%s", err, p.Output()))
 		}
 		if err := p.Probe(p.Container.ReadinessProbe); err != nil {
 			return err

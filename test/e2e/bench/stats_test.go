@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -84,9 +85,31 @@ func TestPercentile(t *testing.T) {
 		{hundred, 0.99, 99},
 		{hundred, 0.999, 100},
 		{[]time.Duration{42}, 0.5, 42},
+		{nil, 0.5, 0},
+		{[]time.Duration{3, 1, 2}, 0.5, 2}, // sorted first
 	} {
-		if got := percentile(tc.sorted, tc.q); got != tc.want {
-			t.Errorf("percentile(%d values, %v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
+		if got := latencies(tc.sorted).q(tc.q); got != tc.want {
+			t.Errorf("latencies(%d values).q(%v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
 		}
+	}
+}
+
+// summarize: per-write latencies from sending to the answer, to the API
+// server's ack and to the watch event, keyed stream<<20 | write.
+func TestSummarize(t *testing.T) {
+	ms := time.Millisecond
+	streams := []writeStream{{n: 3}, {n: 2}}
+	s := &sent{ack: map[int]time.Duration{0: 2 * ms, 1: 4 * ms, 2: 6 * ms, 1 << 20: 1 * ms},
+		errs: 1, sendTimes: [2]time.Duration{time.Second, 2 * time.Second}}
+	seen := map[int]time.Duration{0: 10 * ms, 1: 20 * ms, 1 << 20: 30 * ms}
+	event := map[int]time.Duration{0: 5 * ms, 1 << 20: 10 * ms}
+	var p propagation
+	p.summarize(streams, s, seen, event)
+	want := propagation{Writes: 3, Seen: 3, WriteErrors: 1, Achieved: 3, ESWrites: 2, ESAchieved: 1, ESSeen: 1,
+		P50: 20 * ms, P90: 30 * ms, P99: 30 * ms, Max: 30 * ms, AckP50: 2 * ms, AckP99: 6 * ms,
+		AfterAckP50: 16 * ms, AfterAckP99: 29 * ms, EventP50: 5 * ms, EventP99: 10 * ms,
+		AfterEventP50: 5 * ms, AfterEventP99: 20 * ms}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("summarize:\n got %+v\nwant %+v", p, want)
 	}
 }
