@@ -49,7 +49,7 @@ func TestEtcdLoss(t *testing.T) {
 	back := time.Now()
 	// kube-apiserver refuses writes until it has reconnected to etcd.
 	harness.Eventually(t, time.Minute, func() error {
-		_, err := e.ApplyYAML(ctx, importYAML(ns, "after", "10.71.2.1"))
+		_, err := e.Apply(ctx, clusterSetIP(ns, "after", "10.71.2.1"))
 		return err
 	})
 	accepted := time.Now()

@@ -203,6 +203,15 @@ func (p *prober) forget(name string) {
 	p.mu.Unlock()
 }
 
+// start runs the prober until stop, which waits for it to end and may be
+// called again.
+func (p *prober) start(ctx context.Context) (stop func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(pctx) }()
+	return func() { cancel(); <-done }
+}
+
 func (p *prober) run(ctx context.Context) {
 	c := &dns.Client{Timeout: 2 * time.Second}
 	for ctx.Err() == nil {
@@ -265,8 +274,7 @@ type migRig struct {
 	dns        *harness.CoreDNS
 	metricsURL string
 	p          *prober
-	stopProbe  context.CancelFunc
-	probeDone  chan struct{}
+	stopProbe  func()
 	probeStart time.Time
 	reported   bool
 	crdChanged time.Time // when the CRD was last written
@@ -414,9 +422,7 @@ func (r *migRig) logf(format string, args ...any) {
 
 // probe starts querying every expected name continuously.
 func (r *migRig) probe() {
-	pctx, stop := context.WithCancel(r.ctx)
-	r.stopProbe, r.probeDone, r.probeStart = stop, make(chan struct{}), time.Now()
-	go func() { defer close(r.probeDone); r.p.run(pctx) }()
+	r.stopProbe, r.probeStart = r.p.start(r.ctx), time.Now()
 	r.t.Cleanup(func() {
 		if !r.reported {
 			r.report()
@@ -444,7 +450,6 @@ func (r *migRig) report() {
 	r.t.Helper()
 	r.reported = true
 	r.stopProbe()
-	<-r.probeDone
 	total, failed := r.p.total.Load(), r.p.failed.Load()
 	r.logf("%d lookups during the migration, %d failed, in %.1fs", total, failed, time.Since(r.probeStart).Seconds())
 	for _, s := range r.p.samples {

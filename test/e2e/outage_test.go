@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -102,7 +101,7 @@ func TestAPIOutage(t *testing.T) {
 	const ns = "outage"
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 	for i := range 5 {
-		apply(t, importYAML(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
+		applyObjects(t, clusterSetIP(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.70.0.%d", i+1)))
 	}
 
 	proxy, kcPath := proxiedKubeconfig(t)
@@ -114,14 +113,12 @@ func TestAPIOutage(t *testing.T) {
 		eventually(t, dnsSrv, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.70.0.%d", i+1))}})
 		p.expect(name, fmt.Sprintf("10.70.0.%d", i+1))
 	}
-	pctx, stopProbe := context.WithCancel(ctx)
-	probeDone := make(chan struct{})
-	go func() { defer close(probeDone); p.run(pctx) }()
+	stopProbe := p.start(ctx)
 
 	proxy.cut()
 	cutAt := time.Now()
 	// A change made during the outage must arrive once it is over.
-	apply(t, importYAML(ns, "during", "10.70.1.1"))
+	applyObjects(t, clusterSetIP(ns, "during", "10.70.1.1"))
 	for time.Since(cutAt) < 12*time.Second {
 		r := dig(t, dnsSrv, "svc0."+ns+".svc.clusterset.local.", "A")
 		if err := (want{Answer: []string{a("svc0."+ns+".svc.clusterset.local.", "10.70.0.1")}}).Check(r.Msg(), defaultTTL); err != nil {
@@ -131,7 +128,7 @@ func TestAPIOutage(t *testing.T) {
 	}
 	proxy.restore(t)
 	back := time.Now()
-	apply(t, importYAML(ns, "after", "10.70.2.1"))
+	applyObjects(t, clusterSetIP(ns, "after", "10.70.2.1"))
 	var seen time.Duration
 	for _, name := range []string{"during", "after"} {
 		fq := name + "." + ns + ".svc.clusterset.local."
@@ -145,7 +142,6 @@ func TestAPIOutage(t *testing.T) {
 	}
 	seen = time.Since(back)
 	stopProbe()
-	<-probeDone
 	msg := fmt.Sprintf("outage: %.0fs cut off, %d lookups, %d failed; new imports answered %.2fs after the API server came back",
 		back.Sub(cutAt).Seconds(), p.total.Load(), p.failed.Load(), seen.Seconds())
 	t.Log(msg)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -37,16 +39,11 @@ type faultRig struct {
 	logged int    // how much of the CoreDNS output logSince has read
 }
 
-// importYAML is a v1beta1 ClusterSetIP ServiceImport of ns.
-func importYAML(ns, name, ip string) string {
-	return fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: %s, namespace: %s}
-spec:
-  type: ClusterSetIP
-  ips: [%s]
-  ports: [{name: http, protocol: TCP, port: 80}]
-`, name, ns, ip)
+// clusterSetIP is a v1beta1 ClusterSetIP ServiceImport of ns with one
+// address and the port http.
+func clusterSetIP(ns, name, ip string) *unstructured.Unstructured {
+	return harness.Import{Namespace: ns, Name: name, Type: "ClusterSetIP", IPs: []string{ip},
+		Ports: []corev1.ServicePort{harness.TCP("http", 80)}}.Object("v1beta1")
 }
 
 // startFaultRig writes 20 ServiceImports into ns through e, starts CoreDNS
@@ -55,11 +52,14 @@ func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts har
 	t.Helper()
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
-	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns + "\n"}
-	for i := range 20 {
-		docs = append(docs, importYAML(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.71.0.%d", i+1)))
+	if _, err := e.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := e.ApplyYAML(ctx, strings.Join(docs, "---\n")); err != nil {
+	var objs []*unstructured.Unstructured
+	for i := range 20 {
+		objs = append(objs, clusterSetIP(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.71.0.%d", i+1)))
+	}
+	if err := e.ApplyAll(ctx, objs); err != nil {
 		t.Fatal(err)
 	}
 	opts.Plugins, opts.Metrics = harness.MulticlusterBlock(kubeconfig), true
@@ -71,10 +71,7 @@ func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts har
 		eventually(t, r.dns, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.71.0.%d", i+1))}})
 		r.p.expect(name, fmt.Sprintf("10.71.0.%d", i+1))
 	}
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.p.run(pctx) }()
-	r.stop = func() { stop(); <-done }
+	r.stop = r.p.start(context.Background())
 	t.Cleanup(r.stop)
 	return r
 }
@@ -207,7 +204,7 @@ func TestNetworkPartition(t *testing.T) {
 	}
 	cut := time.Now()
 	time.Sleep(5 * time.Second)
-	if _, err := env.ApplyYAML(ctx, importYAML(ns, "during", "10.71.1.1")); err != nil {
+	if _, err := env.Apply(ctx, clusterSetIP(ns, "during", "10.71.1.1")); err != nil {
 		t.Fatal(err)
 	}
 	r.during(cut, partitionFor)
@@ -215,7 +212,7 @@ func TestNetworkPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	healed := time.Now()
-	if _, err := env.ApplyYAML(ctx, importYAML(ns, "after", "10.71.2.1")); err != nil {
+	if _, err := env.Apply(ctx, clusterSetIP(ns, "after", "10.71.2.1")); err != nil {
 		t.Fatal(err)
 	}
 	took := r.answersSince(healed, map[string]string{"during": "10.71.1.1", "after": "10.71.2.1"})
