@@ -47,15 +47,6 @@ func applyObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 	})
 }
 
-func remove(t testing.TB, yaml string) {
-	t.Helper()
-	objs, err := contract.DecodeYAML([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	removeObjects(t, objs...)
-}
-
 // removeObjects deletes objs, in reverse order.
 func removeObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 	t.Helper()
@@ -65,9 +56,6 @@ func removeObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 		t.Fatal(err)
 	}
 }
-
-// v1beta1Import is im as a v1beta1 object, without status.
-func v1beta1Import(im harness.Import) *unstructured.Unstructured { return im.Object("v1beta1") }
 
 // plainMCSSlice is an IPv4 MCS EndpointSlice name in ns, of service from
 // cluster, with ports and the endpoints eps, and no managed-by label.
@@ -89,7 +77,7 @@ func TestServiceImportLifecycle(t *testing.T) {
 	http, grpc := n("_http._tcp.api.silife"), n("_grpc._tcp.api.silife")
 	api0 := n("api-0.c1.api.silife")
 	api := func(typ string, ips []string, ports ...corev1.ServicePort) *unstructured.Unstructured {
-		return v1beta1Import(harness.Import{Namespace: "silife", Name: "api", Type: typ, IPs: ips, Ports: ports})
+		return harness.Import{Namespace: "silife", Name: "api", Type: typ, IPs: ips, Ports: ports}.Object("v1beta1")
 	}
 
 	apply(t, `
@@ -165,7 +153,7 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: epslife}
 `)
-	applyObjects(t, v1beta1Import(harness.Import{Namespace: "epslife", Name: "cache", Type: "Headless", Ports: redis}))
+	applyObjects(t, harness.Import{Namespace: "epslife", Name: "cache", Type: "Headless", Ports: redis}.Object("v1beta1"))
 	// The service has no ready endpoint, so no name: neither it nor its
 	// namespace exists (an NXDOMAIN name has nothing below it).
 	eventually(t, c, svc, "A", nxdomain())
