@@ -63,7 +63,7 @@ func TestParse(t *testing.T) {
 			}
 		}},
 	} {
-		m, err := parse(testController(tc.input))
+		m, err := parseInput(tc.input)
 		if err != nil {
 			t.Errorf("%q: %v", tc.input, err)
 			continue
@@ -105,18 +105,10 @@ func TestParseErrors(t *testing.T) {
 		{input: "multicluster {\n resyncperiod 5m\n}", wantErr: `Testfile:2 - Error during parsing: unknown option "resyncperiod"`},
 		{input: "multicluster\nmulticluster", wantErr: "this plugin"},
 	} {
-		if _, err := parse(testController(tc.input)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if _, err := parseInput(tc.input); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%q: error %v, want %q", tc.input, err, tc.wantErr)
 		}
 	}
-}
-
-// testController is the controller of input in the server block of
-// clusterset.local.
-func testController(input string) *caddy.Controller {
-	c := caddy.NewTestController("dns", input)
-	c.ServerBlockKeys = []string{"clusterset.local."}
-	return c
 }
 
 func TestSetupWrapsErrors(t *testing.T) {

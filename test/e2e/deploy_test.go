@@ -163,7 +163,7 @@ func TestDeployWiring(t *testing.T) {
 		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
 	}
 	pod := d.Spec.Template.Spec
-	checkDeploySpread(t, d, find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget"))
+	checkDeploySpread(t, d, objs)
 	if pod.ServiceAccountName != sa.Name || d.Namespace != sa.Namespace {
 		t.Errorf("the pods run as %s/%s, deploy/rbac.yaml creates %s/%s", d.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
 	}
@@ -187,7 +187,7 @@ func TestDeployWiring(t *testing.T) {
 
 // checkDeploySpread checks the Deployment at scale: spread over nodes and
 // zones, one eviction at a time, both selecting the Deployment's pods.
-func checkDeploySpread(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget) {
+func checkDeploySpread(t *testing.T, d *appsv1.Deployment, objs []*unstructured.Unstructured) {
 	t.Helper()
 	pod := d.Spec.Template.Spec
 	podLabels := labels.Set(d.Spec.Template.Labels)
@@ -203,6 +203,7 @@ func checkDeploySpread(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisr
 	if !slices.Equal(keys, []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"}) {
 		t.Errorf("topology spread over %v, want nodes and zones", keys)
 	}
+	pdb := find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
 	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || !sel.Matches(podLabels) || pdb.Namespace != d.Namespace ||
 		pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("PodDisruptionBudget %s/%s selects %v, maxUnavailable %v; want the Deployment's pods, 1", pdb.Namespace, pdb.Name,

@@ -109,16 +109,18 @@ func (ep mcsEndpoint) endpoint() discoveryv1.Endpoint {
 // endpoints eps.
 func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressType string, ports []corev1.ServicePort, eps []mcsEndpoint) {
 	t.Helper()
+	applyObjects(t, sliceObject(t, mcsSlice(ns, name, service, cluster, managedBy, addressType, ports, eps)))
+}
+
+// mcsSlice is the MCS EndpointSlice applyMCSSlice writes.
+func mcsSlice(ns, name, service, cluster, managedBy, addressType string, ports []corev1.ServicePort, eps []mcsEndpoint) *discoveryv1.EndpointSlice {
 	es := harness.MCSSlice(ns, name, service, cluster, managedBy, ports)
 	es.AddressType = discoveryv1.AddressType(addressType)
 	for _, ep := range eps {
 		es.Endpoints = append(es.Endpoints, ep.endpoint())
 	}
-	applyObjects(t, sliceObject(t, es))
+	return es
 }
-
-// managedByLabel names the controller that manages an EndpointSlice.
-const managedByLabel = "endpointslice.kubernetes.io/managed-by"
 
 // sliceObject is es as an object to apply.
 func sliceObject(t testing.TB, es *discoveryv1.EndpointSlice) *unstructured.Unstructured {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -61,11 +62,8 @@ func removeObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 // cluster, with ports and the endpoints eps, and no managed-by label.
 func plainMCSSlice(t testing.TB, ns, name, service, cluster string, ports []corev1.ServicePort, eps ...mcsEndpoint) *unstructured.Unstructured {
 	t.Helper()
-	es := harness.MCSSlice(ns, name, service, cluster, "", ports)
-	delete(es.Labels, managedByLabel)
-	for _, ep := range eps {
-		es.Endpoints = append(es.Endpoints, ep.endpoint())
-	}
+	es := mcsSlice(ns, name, service, cluster, "", "IPv4", ports, eps)
+	delete(es.Labels, discoveryv1.LabelManagedBy)
 	return sliceObject(t, es)
 }
 
@@ -77,6 +75,7 @@ func TestServiceImportLifecycle(t *testing.T) {
 	http, grpc := n("_http._tcp.api.silife"), n("_grpc._tcp.api.silife")
 	api0 := n("api-0.c1.api.silife")
 	api := func(typ string, ips []string, ports ...corev1.ServicePort) *unstructured.Unstructured {
+		t.Helper()
 		return harness.Import{Namespace: "silife", Name: "api", Type: typ, IPs: ips, Ports: ports}.Object("v1beta1")
 	}
 
@@ -145,6 +144,7 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	ip2 := n("10-60-0-2.c1.eu.cache.epslife")
 	redis := []corev1.ServicePort{harness.TCP("redis", 6379)}
 	slice := func(name, cluster string, eps ...mcsEndpoint) *unstructured.Unstructured {
+		t.Helper()
 		return plainMCSSlice(t, "epslife", name, "cache", cluster, redis, eps...)
 	}
 

@@ -150,6 +150,7 @@ func TestLocalClusterFirst(t *testing.T) {
 // prefers close endpoints) and any (which does not), each with endpoints in
 // east and west. It returns east's slice of db, its endpoint ready or not.
 func createClosestFixture(r *migRig, ns string) func(ready bool) *discoveryv1.EndpointSlice {
+	r.t.Helper()
 	db := migImport("v1beta1", ns, "db", "Headless")
 	_ = unstructured.SetNestedField(db.Object, "PreferClose", "spec", "trafficDistribution")
 	anyDB := migImport("v1beta1", ns, "any", "Headless")
