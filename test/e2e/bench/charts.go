@@ -21,42 +21,39 @@ var serverColor = map[string]color.Color{
 
 // charts writes the run's pictures into dir as SVG and returns their file
 // names: qps.svg (median QPS per mix for floor, stock and ours) when QPS was
-// measured, and memory.svg and ready.svg (RssAnon and time to ready against
-// the number of imports, stock and ours) when footprints were.
-func (r *report) charts(dir string) ([]string, error) {
-	var written []string
-	save := func(p *plot.Plot, name string, w vg.Length) error {
-		if err := saveChart(p, dir, name, w); err != nil {
-			return err
+// measured, memory.svg and ready.svg (RssAnon and time to ready against the
+// number of imports, stock and ours) when footprints were, and soak.svg
+// after -soak.
+func (r *report) charts(dir string) (written []string, err error) {
+	save := func(name string, w vg.Length, p *plot.Plot, err error) error {
+		if err == nil {
+			err = p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name))
+		}
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", name, err)
 		}
 		written = append(written, name)
 		return nil
 	}
 	if len(r.results) > 0 {
 		p, err := r.qpsChart()
-		if err != nil {
-			return written, err
-		}
-		if err := save(p, "qps.svg", 16*vg.Centimeter); err != nil {
+		if err := save("qps.svg", 16*vg.Centimeter, p, err); err != nil {
 			return written, err
 		}
 	}
 	if len(r.footprints) > 0 {
-		for _, c := range []struct {
-			name, title, unit string
-			value             func(footprint) float64
-		}{
-			{"memory.svg", "Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 }},
-			{"ready.svg", "Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() }},
-		} {
-			p, err := r.footprintChart(c.title, c.unit, c.value)
-			if err != nil {
-				return written, err
-			}
-			if err := save(p, c.name, 12*vg.Centimeter); err != nil {
-				return written, err
-			}
+		p, err := r.footprintChart("Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 })
+		if err := save("memory.svg", 12*vg.Centimeter, p, err); err != nil {
+			return written, err
 		}
+		p, err = r.footprintChart("Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() })
+		if err := save("ready.svg", 12*vg.Centimeter, p, err); err != nil {
+			return written, err
+		}
+	}
+	if r.soak != nil {
+		p, err := soakChart(r.soak.samples)
+		return written, save("soak.svg", 16*vg.Centimeter, p, err)
 	}
 	return written, nil
 }
@@ -150,10 +147,25 @@ func lineChart(title, x, unit string, lines []series) (*plot.Plot, error) {
 	return p, nil
 }
 
-// saveChart writes p into dir as the SVG name, w wide.
-func saveChart(p *plot.Plot, dir, name string, w vg.Length) error {
-	if err := p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("chart %s: %w", name, err)
+var soakColors = []color.Color{color.RGBA{0x1b, 0x9e, 0x77, 0xff}, color.RGBA{0xd9, 0x5f, 0x02, 0xff}, color.RGBA{0x75, 0x70, 0xb3, 0xff},
+	color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xa6, 0x76, 0x1d, 0xff}}
+
+// soakChart is every figure against the writes, as a percentage of its
+// value after the first -soak-every writes, between grey lines at ±5%.
+func soakChart(samples []soakSample) (*plot.Plot, error) {
+	ref, last := samples[min(1, len(samples)-1)], float64(samples[len(samples)-1].Updates)/1000
+	grey := color.Gray{Y: 0xaa}
+	lines := []series{{"", grey, plotter.XYs{{X: 0, Y: 95}, {X: last, Y: 95}}}, {"", grey, plotter.XYs{{X: 0, Y: 105}, {X: last, Y: 105}}}}
+	for k, name := range soakFigures {
+		var pts plotter.XYs
+		for _, s := range samples {
+			pts = append(pts, plotter.XY{X: float64(s.Updates) / 1000, Y: 100 * s.Values[k] / ref.Values[k]})
+		}
+		lines = append(lines, series{name, soakColors[k], pts})
 	}
-	return nil
+	p, err := lineChart("One replica during the long churn, after a GC (grey: ±5%)", "writes (thousands)", fmt.Sprintf("%% of its value at %d writes", ref.Updates), lines)
+	if err == nil {
+		p.Y.Max = 2 * max(p.Y.Max, 110) // room for the legend above the lines
+	}
+	return p, err
 }

@@ -99,13 +99,12 @@ func TestPercentile(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	ms := time.Millisecond
 	streams := []writeStream{{n: 3}, {n: 2}}
-	s := &sent{ack: map[int]time.Duration{0: 2 * ms, 1: 4 * ms, 2: 6 * ms, 1 << 20: 1 * ms},
-		errs: 1, sendTimes: [2]time.Duration{time.Second, 2 * time.Second}}
+	acks := map[int]time.Duration{0: 2 * ms, 1: 4 * ms, 2: 6 * ms, 1 << 20: 1 * ms}
 	seen := map[int]time.Duration{0: 10 * ms, 1: 20 * ms, 1 << 20: 30 * ms}
 	event := map[int]time.Duration{0: 5 * ms, 1 << 20: 10 * ms}
 	var p propagation
-	p.summarize(streams, s, seen, event)
-	want := propagation{Writes: 3, Seen: 3, WriteErrors: 1, Achieved: 3, ESWrites: 2, ESAchieved: 1, ESSeen: 1,
+	p.summarize(streams, [2]time.Duration{time.Second, 2 * time.Second}, acks, seen, event)
+	want := propagation{Writes: 3, Seen: 3, Achieved: 3, ESWrites: 2, ESAchieved: 1,
 		P50: 20 * ms, P90: 30 * ms, P99: 30 * ms, Max: 30 * ms, AckP50: 2 * ms, AckP99: 6 * ms,
 		AfterAckP50: 16 * ms, AfterAckP99: 29 * ms, EventP50: 5 * ms, EventP99: 10 * ms,
 		AfterEventP50: 5 * ms, AfterEventP99: 20 * ms}
