@@ -130,12 +130,11 @@ func (r perfResult) NonNoError() int {
 }
 
 var (
-	rePerfQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	rePerfLatency = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
-	rePerfRcode   = regexp.MustCompile(`([A-Z]+) (\d+) \(`)
-	rePerfRcodes  = regexp.MustCompile(`Response codes:\s+(.*)`)
-	rePerfInts    = map[string]*regexp.Regexp{"sent": regexp.MustCompile(`Queries sent:\s+(\d+)`),
-		"lost": regexp.MustCompile(`Queries lost:\s+(\d+)`), "size": regexp.MustCompile(`Average packet size:\s+request \d+, response (\d+)`)}
+	rePerfRcode  = regexp.MustCompile(`([A-Z]+) (\d+) \(`)
+	rePerfRcodes = regexp.MustCompile(`Response codes:\s+(.*)`)
+	rePerfFields = []*regexp.Regexp{regexp.MustCompile(`Queries per second:\s+([0-9.]+)`), regexp.MustCompile(`Queries sent:\s+(\d+)`),
+		regexp.MustCompile(`Queries lost:\s+(\d+)`), regexp.MustCompile(`Average packet size:\s+request \d+, response (\d+)`),
+		regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)}
 )
 
 // waitQuiet waits, at most within, until the busy share of cpu over half a
@@ -180,21 +179,15 @@ func runDnsperf(ctx context.Context, c config, d time.Duration, s *server, m mix
 		}
 	}
 	text := string(out)
-	q := rePerfQPS.FindStringSubmatch(text)
-	if q == nil {
-		return res, fmt.Errorf("no 'Queries per second' in dnsperf's output:\n%s", text)
-	}
-	res.QPS, _ = strconv.ParseFloat(q[1], 64)
-	ints := map[string]int{}
-	for k, re := range rePerfInts {
+	var v [5]float64
+	for k, re := range rePerfFields {
 		if m := re.FindStringSubmatch(text); m != nil {
-			ints[k], _ = strconv.Atoi(m[1])
+			v[k], _ = strconv.ParseFloat(m[1], 64)
+		} else if k == 0 {
+			return res, fmt.Errorf("no 'Queries per second' in dnsperf's output:\n%s", text)
 		}
 	}
-	res.Sent, res.Lost, res.RespBytes = ints["sent"], ints["lost"], ints["size"]
-	if m := rePerfLatency.FindStringSubmatch(text); m != nil {
-		res.AvgLatency, _ = strconv.ParseFloat(m[1], 64)
-	}
+	res.QPS, res.Sent, res.Lost, res.RespBytes, res.AvgLatency = v[0], int(v[1]), int(v[2]), int(v[3]), v[4]
 	if m := rePerfRcodes.FindStringSubmatch(text); m != nil {
 		for _, rc := range rePerfRcode.FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(rc[2])

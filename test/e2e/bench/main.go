@@ -6,11 +6,9 @@
 // and how fast a change written to the API server shows in DNS answers; with
 // -soak, one replica of ours through a long churn of writes.
 //
-// Run it through hack/bench.sh, which builds the binaries it needs;
-// docs/benchmarks.md explains the method and shows a run. It lives in the
-// test/e2e module, beside the harness it shares with the e2e tests; stock
-// CoreDNS v1.15.0 is pinned by the nested module hack/stock, which
-// hack/stock.sh builds.
+// Run it through hack/bench.sh, which builds the binaries it needs (stock
+// CoreDNS v1.15.0 from the nested module hack/stock); docs/benchmarks.md
+// explains the method and shows a run.
 //
 // Files: main.go (the flags, the control planes and the QPS rounds),
 // server.go (one CoreDNS process, pinned, run by the harness; its memory and
@@ -104,11 +102,10 @@ func main() {
 	flag.StringVar(&c.charts, "charts", "", "write the charts (SVG) into this directory; the Markdown embeds them (default <out>)")
 	flag.Parse()
 	var err error
-	if c.scaleImports, err = parseSizes(*scaleImports, c.imports); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: -scale-imports:", err)
-		os.Exit(2)
+	if c.scaleImports, err = parseSizes(*scaleImports, c.imports); err == nil {
+		err = run(c)
 	}
-	if err := run(c); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -123,11 +120,11 @@ func parseSizes(list string, least int) ([]int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, fmt.Errorf("-scale-imports: %w", err)
 		case n < least || n <= 0:
-			return nil, fmt.Errorf("%d is fewer than the %d imports of the fixture (-imports)", n, least)
+			return nil, fmt.Errorf("-scale-imports: %d is fewer than the %d imports of the fixture (-imports)", n, least)
 		case n > 1<<20:
-			return nil, fmt.Errorf("%d: at most %d imports have distinct addresses", n, 1<<20)
+			return nil, fmt.Errorf("-scale-imports: %d: at most %d imports have distinct addresses", n, 1<<20)
 		}
 		sizes = append(sizes, n)
 	}
@@ -164,9 +161,10 @@ func run(c config) error {
 		return runSoak(ctx, c, rep)
 	}
 	// Two control planes, so that each server lists exactly its own objects:
-	// the v1alpha2 fixture for ours, the same names in v1alpha1 for stock
-	// (with v1alpha1 the storage version: the API server prunes every object
-	// against the storage version's schema).
+	// the v1alpha2 fixture for ours, the same names in v1alpha1 for stock,
+	// with v1alpha1 the storage version: the API server prunes every object
+	// against the storage version's schema (the checks before measuring
+	// would see stock answer nothing).
 	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
 	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
 	cls, stopPlanes, err := startPlanes(ctx, c.repo, fx, plane{"ours (v1alpha2)", v1alpha2, "v1alpha2", true},
@@ -181,18 +179,14 @@ func run(c config) error {
 		return err
 	}
 	floor, sides, err := c.starters(setupCtx, cls[0], cls[1])
+	if err == nil && c.qps {
+		err = runQPS(ctx, c, rep, fx, floor, sides)
+	}
+	if err == nil && c.scale {
+		err = runScale(ctx, c, rep, fx, sides)
+	}
 	if err != nil {
 		return err
-	}
-	if c.qps {
-		if err := runQPS(ctx, c, rep, fx, floor, sides); err != nil {
-			return err
-		}
-	}
-	if c.scale {
-		if err := runScale(ctx, c, rep, fx, sides); err != nil {
-			return err
-		}
 	}
 	return rep.write()
 }
@@ -211,21 +205,15 @@ func (c *config) prepare() error {
 		}
 	}
 	for _, b := range []*string{&c.ours, &c.stock} {
-		if *b == "" {
-			return fmt.Errorf("-ours and -stock are required")
-		}
-		if _, err := os.Stat(*b); err != nil {
-			return err
+		if _, err := os.Stat(*b); *b == "" || err != nil {
+			return fmt.Errorf("-ours and -stock must name binaries: %q: %v", *b, err)
 		}
 		*b, _ = filepath.Abs(*b)
 	}
 	c.out = cmp.Or(c.out, filepath.Join(c.repo, ".cache", "bench", "run-"+time.Now().Format("20060102-150405")))
 	c.markdown = cmp.Or(c.markdown, filepath.Join(c.out, "results.md"))
-	// Absolute, so that the Markdown's links to the charts can be relative.
-	if c.charts, err = filepath.Abs(cmp.Or(c.charts, c.out)); err != nil {
-		return err
-	}
-	return errors.Join(os.MkdirAll(c.out, 0o755), os.MkdirAll(c.charts, 0o755))
+	c.charts, err = filepath.Abs(cmp.Or(c.charts, c.out)) // so that the Markdown's links can be relative
+	return errors.Join(err, os.MkdirAll(c.out, 0o755), os.MkdirAll(c.charts, 0o755))
 }
 
 // plane is a control plane to start: its name, the ServiceImport version
@@ -334,7 +322,7 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, floor starte
 	if err := pinPlanes(c.loadCPU); err != nil {
 		return err
 	}
-	defer func() { _ = pinPlanes(allCPUs()) }()
+	defer func() { _ = pinPlanes("") }()
 	runs := 0
 	for _, m := range mixes {
 		runs += cond(m.Floor, 3, 2)
@@ -378,13 +366,4 @@ func measureRun(ctx context.Context, c config, round int, m mix, s *server) (per
 	logf("%s", line(r, runCols))
 	time.Sleep(time.Second) // let the last responses drain
 	return r, nil
-}
-
-// allCPUs is the CPU list of every online CPU, to undo pinning.
-func allCPUs() string {
-	data, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return "0-1"
-	}
-	return strings.TrimSpace(string(data))
 }

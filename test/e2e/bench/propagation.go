@@ -30,18 +30,14 @@ type propagation struct {
 	// Idle and Busy are the server's A-query dnsperf runs alone and while
 	// the writes were sent (zero when not measured).
 	Idle, Busy perfResult
-	// Latencies of the writes seen, from sending one to the first DNS answer
-	// that holds the new address; Ack, to the API server's response;
-	// AfterAck, from that response to the answer (negative: DNS answered
-	// first). Event is from sending to the write's event on a watch the
-	// bench opens beside the server's; AfterEvent, from that event to the
-	// answer: the DNS server's part, without the API server's commit and its
-	// watch delivery.
-	P50, P90, P99, Max           time.Duration
-	AckP50, AckP99               time.Duration
-	AfterAckP50, AfterAckP99     time.Duration
-	EventP50, EventP99           time.Duration
-	AfterEventP50, AfterEventP99 time.Duration
+	// Lat are the writes' latencies by kind: "answer", from sending one to
+	// the first DNS answer that holds the new address; "ack", to the API
+	// server's response; "after ack", from that response to the answer
+	// (negative: DNS answered first); "event", to the write's event on a
+	// watch the bench opens beside the server's; "after event", from that
+	// event to the answer: the DNS server's part, without the API server's
+	// commit and its watch delivery.
+	Lat map[string]latencies
 	// Others is the share of all CPUs' time that other processes took
 	// while writing and watching.
 	Others float64
@@ -56,6 +52,17 @@ type writeStream struct {
 	write   func(ctx context.Context, k int, ip string) error
 }
 
+// sent is what sendWrites did, per write key (stream<<20 | k): when it was
+// sent, the address it set, and how long the API server took to accept it;
+// and the writes' errors and how long each stream took to send.
+type sent struct {
+	at        map[int]time.Time
+	ip        map[int]string
+	ack       map[int]time.Duration
+	errs      []error
+	sendTimes [2]time.Duration
+}
+
 // measurePropagation writes for -prop-duration: merge patches of the
 // ClusterSetIP of distinct imports at -prop-rate a second and of the churn
 // imports' EndpointSlices at -prop-es-rate, and measures for each write the
@@ -67,16 +74,16 @@ func measurePropagation(ctx context.Context, c config, cl *cluster, s *server, d
 	others := newOthersMeter(s.PID())
 	streams := propagationStreams(cl, c.propRate, c.propESRate, c.propDuration)
 	w := &harness.AnswerWatcher{Addr: s.Addr()}
-	ev := &writeEvents{byIP: map[string]int{}, sentAt: map[int]time.Time{}, event: map[int]time.Duration{}}
-	wctx, stopEvents := context.WithCancel(ctx)
-	defer stopEvents()
-	if err := watchWrites(wctx, cl, ev); err != nil {
+	var events sync.Map // address → when the bench's watch first saw it
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := watchWrites(wctx, cl, &events); err != nil {
 		return p, err
 	}
 	done := make(chan error, 2)
 	go func() { done <- w.Run(ctx) }()
 	go func() { done <- cond(during == nil, func(context.Context) error { return nil }, during)(ctx) }()
-	acks, errs, sendTimes := sendWrites(ctx, streams, w, ev)
+	out := sendWrites(ctx, streams, w)
 	if err := ctx.Err(); err != nil {
 		return p, err
 	}
@@ -85,11 +92,16 @@ func measurePropagation(ctx context.Context, c config, cl *cluster, s *server, d
 		return p, err
 	}
 	p.Others = others.share()
-	stopEvents()
-	p.summarize(streams, sendTimes, acks, w.Seen(), ev.durations())
-	p.WriteErrors = len(errs)
-	if all := p.Writes + p.ESWrites; len(errs) > all/100 {
-		return p, fmt.Errorf("%d of %d writes failed, the first: %w", len(errs), all, errs[0])
+	stopWatch()
+	event := map[int]time.Duration{}
+	for k, ip := range out.ip {
+		if t, ok := events.Load(ip); ok {
+			event[k] = t.(time.Time).Sub(out.at[k])
+		}
+	}
+	p.summarize(streams, out.sendTimes, out.ack, w.Seen(), event)
+	if p.WriteErrors = len(out.errs); p.WriteErrors > (p.Writes+p.ESWrites)/100 {
+		return p, fmt.Errorf("%d of %d writes failed, the first: %w", p.WriteErrors, p.Writes+p.ESWrites, out.errs[0])
 	}
 	return p, nil
 }
@@ -118,28 +130,23 @@ func propagationStreams(cl *cluster, rate, esRate int, d time.Duration) []writeS
 	return streams
 }
 
-// sendWrites sends every stream's writes at its rate, paced by the clock, at
-// most 256 at a time, and has w and ev watch each: per write key (stream<<20
-// | k) the time the API server took to accept it, the writes' errors, and
-// how long each stream took to send.
-func sendWrites(ctx context.Context, streams []writeStream, w *harness.AnswerWatcher, ev *writeEvents) (map[int]time.Duration, []error, [2]time.Duration) {
+// sendWrites sends every stream's writes at its rate, paced by the clock (a
+// late write does not lower the rate), at most 256 at a time, and has w
+// watch the answers to each.
+func sendWrites(ctx context.Context, streams []writeStream, w *harness.AnswerWatcher) *sent {
 	var (
-		mu        sync.Mutex // guards acks and errs
-		acks      = map[int]time.Duration{}
-		errs      []error
-		sendTimes [2]time.Duration
-		wg        sync.WaitGroup
-		senders   sync.WaitGroup
+		mu           sync.Mutex // guards out
+		out          = &sent{at: map[int]time.Time{}, ip: map[int]string{}, ack: map[int]time.Duration{}}
+		wg, senders  sync.WaitGroup
+		sem, started = make(chan struct{}, 256), time.Now()
 	)
-	sem := make(chan struct{}, 256)
-	start := time.Now()
 	for si, st := range streams {
 		senders.Go(func() {
 			for k := range st.n {
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(time.Until(start.Add(time.Duration(k) * time.Second / time.Duration(st.rate)))):
+				case <-time.After(time.Until(started.Add(time.Duration(k) * time.Second / time.Duration(st.rate)))):
 				}
 				sem <- struct{}{}
 				key := si<<20 | k
@@ -148,44 +155,40 @@ func sendWrites(ctx context.Context, streams []writeStream, w *harness.AnswerWat
 					defer func() { <-sem }()
 					at := time.Now()
 					w.Add(key, harness.Write{Name: name, IP: ip, Sent: at})
-					ev.add(key, ip, at)
 					wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 					err := st.write(wctx, k, ip)
 					cancel()
 					acked := time.Since(at)
 					mu.Lock()
 					defer mu.Unlock()
-					if err != nil {
+					if out.at[key], out.ip[key] = at, ip; err != nil {
 						w.Drop(key)
-						errs = append(errs, err)
+						out.errs = append(out.errs, err)
 					} else {
-						acks[key] = acked
+						out.ack[key] = acked
 					}
 				})
 			}
-			sendTimes[si] = time.Since(start)
+			out.sendTimes[si] = time.Since(started)
 		})
 	}
 	senders.Wait()
 	wg.Wait()
-	return acks, errs, sendTimes
+	return out
 }
 
 // summarize fills p's counts and latencies from the writes sent and their
 // acks, and the writes seen in DNS and on the bench's watch, by write key.
 func (p *propagation) summarize(streams []writeStream, sendTimes [2]time.Duration, acks, seen, event map[int]time.Duration) {
-	var all, ack, afterAck, events, afterEvent latencies
+	p.Lat = map[string]latencies{"ack": slices.Collect(maps.Values(acks))}
 	for k, d := range seen {
-		all = append(all, d)
+		p.Lat["answer"] = append(p.Lat["answer"], d)
 		if a, ok := acks[k]; ok {
-			afterAck = append(afterAck, d-a)
+			p.Lat["after ack"] = append(p.Lat["after ack"], d-a)
 		}
 		if e, ok := event[k]; ok {
-			events, afterEvent = append(events, e), append(afterEvent, d-e)
+			p.Lat["event"], p.Lat["after event"] = append(p.Lat["event"], e), append(p.Lat["after event"], d-e)
 		}
-	}
-	for _, a := range acks {
-		ack = append(ack, a)
 	}
 	p.Writes, p.Seen = streams[0].n, len(seen)
 	p.Achieved = float64(p.Writes) / sendTimes[0].Seconds()
@@ -193,18 +196,13 @@ func (p *propagation) summarize(streams []writeStream, sendTimes [2]time.Duratio
 		p.ESWrites = streams[1].n
 		p.ESAchieved = float64(p.ESWrites) / sendTimes[1].Seconds()
 	}
-	p.P50, p.P90, p.P99, p.Max = all.q(0.50), all.q(0.90), all.q(0.99), all.q(1)
-	p.AckP50, p.AckP99 = ack.q(0.50), ack.q(0.99)
-	p.AfterAckP50, p.AfterAckP99 = afterAck.q(0.50), afterAck.q(0.99)
-	p.EventP50, p.EventP99 = events.q(0.50), events.q(0.99)
-	p.AfterEventP50, p.AfterEventP99 = afterEvent.q(0.50), afterEvent.q(0.99)
 }
 
 // watchWrites watches, beside the server and until ctx ends, the
 // ServiceImports and the churn EndpointSlices that measurePropagation
-// writes, from their current resourceVersion on, and tells ev when each
-// write's event arrives.
-func watchWrites(ctx context.Context, cl *cluster, ev *writeEvents) error {
+// writes, from their current resourceVersion on, and notes in events when
+// each address first arrived in an event.
+func watchWrites(ctx context.Context, cl *cluster, events *sync.Map) error {
 	for _, res := range []dynamic.ResourceInterface{cl.dyn.Resource(cl.version.gvr()),
 		cl.dyn.Resource(discoveryv1.SchemeGroupVersion.WithResource("endpointslices")).Namespace(headlessNamespace)} {
 		list, err := res.List(ctx, metav1.ListOptions{Limit: 1})
@@ -215,14 +213,17 @@ func watchWrites(ctx context.Context, cl *cluster, ev *writeEvents) error {
 		if err != nil {
 			return err
 		}
+		context.AfterFunc(ctx, wi.Stop)
 		go func() {
 			for we := range wi.ResultChan() {
 				if u, ok := we.Object.(*unstructured.Unstructured); ok {
-					ev.saw(addresses(u), time.Now()) // when the event arrived, not when it was read
+					at := time.Now() // when the event arrived, not when it was read
+					for _, ip := range addresses(u) {
+						events.LoadOrStore(ip, at)
+					}
 				}
 			}
 		}()
-		context.AfterFunc(ctx, wi.Stop)
 	}
 	return nil
 }
@@ -245,39 +246,6 @@ func addresses(u *unstructured.Unstructured) (ips []string) {
 		}
 	}
 	return ips
-}
-
-// writeEvents notes, per write, when its event arrived on the bench's watch.
-type writeEvents struct {
-	mu     sync.Mutex
-	byIP   map[string]int        // write by the address it sets
-	sentAt map[int]time.Time     // by write: when it was sent
-	event  map[int]time.Duration // by write: from sending it to its event
-}
-
-func (ev *writeEvents) add(k int, ip string, sent time.Time) {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	ev.byIP[ip], ev.sentAt[k] = k, sent
-}
-
-// saw notes that the writes setting ips were seen on the watch at t, the
-// first time only.
-func (ev *writeEvents) saw(ips []string, t time.Time) {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	for _, ip := range ips {
-		k, ok := ev.byIP[ip]
-		if _, done := ev.event[k]; ok && !done {
-			ev.event[k] = t.Sub(ev.sentAt[k])
-		}
-	}
-}
-
-func (ev *writeEvents) durations() map[int]time.Duration {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	return maps.Clone(ev.event)
 }
 
 // latencies are durations to summarize by nearest-rank quantiles.

@@ -437,9 +437,9 @@ var ratioCols = []column[[2]footprint]{
 	oursOver("Go live heap after dnsperf ours/stock", func(f footprint) float64 { return float64(f.Loaded.Live.Alloc) }),
 }
 
-// pr is a column of a propagation's latency.
-func pr(h string, d func(propagation) time.Duration) column[propagation] {
-	return column[propagation]{h, func(p propagation) string { return msec(d(p)) }}
+// pr is a column of a propagation's latencies of a kind: quantile q.
+func pr(h, kind string, q float64) column[propagation] {
+	return column[propagation]{h, func(p propagation) string { return msec(p.Lat[kind].q(q)) }}
 }
 
 var propCols = []column[propagation]{
@@ -448,40 +448,31 @@ var propCols = []column[propagation]{
 	{"writes (ServiceImport + EndpointSlice)", func(p propagation) string { return fmt.Sprintf("%d + %d", p.Writes, p.ESWrites) }},
 	{"rate", func(p propagation) string { return fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved) }},
 	{"seen", func(p propagation) string { return fmt.Sprint(p.Seen) }},
-	pr("p50", func(p propagation) time.Duration { return p.P50 }),
-	pr("p90", func(p propagation) time.Duration { return p.P90 }),
-	pr("p99", func(p propagation) time.Duration { return p.P99 }),
-	pr("max", func(p propagation) time.Duration { return p.Max }),
-	pr("API ack p50", func(p propagation) time.Duration { return p.AckP50 }),
-	pr("API ack p99", func(p propagation) time.Duration { return p.AckP99 }),
-	pr("ack to answer p50", func(p propagation) time.Duration { return p.AfterAckP50 }),
-	pr("ack to answer p99", func(p propagation) time.Duration { return p.AfterAckP99 }),
-	pr("to the bench's watch p50", func(p propagation) time.Duration { return p.EventP50 }),
-	pr("to the bench's watch p99", func(p propagation) time.Duration { return p.EventP99 }),
-	pr("watch event to answer p50", func(p propagation) time.Duration { return p.AfterEventP50 }),
-	pr("watch event to answer p99", func(p propagation) time.Duration { return p.AfterEventP99 }),
+	pr("p50", "answer", 0.5), pr("p90", "answer", 0.9), pr("p99", "answer", 0.99), pr("max", "answer", 1),
+	pr("API ack p50", "ack", 0.5), pr("API ack p99", "ack", 0.99),
+	pr("ack to answer p50", "after ack", 0.5), pr("ack to answer p99", "after ack", 0.99),
+	pr("to the bench's watch p50", "event", 0.5), pr("to the bench's watch p99", "event", 0.99),
+	pr("watch event to answer p50", "after event", 0.5), pr("watch event to answer p99", "after event", 0.99),
 	{"others' CPU", func(p propagation) string { return pct(p.Others) }},
 }
 
 // churnCols compare a propagation run during dnsperf with the same
 // server's run alone.
 func (r *report) churnCols() []column[propagation] {
-	alone := func(f func(propagation) time.Duration) func(propagation) string {
+	alone := func(kind string) func(propagation) string {
 		return func(p propagation) string {
 			i := slices.IndexFunc(r.props, func(q propagation) bool { return q.Server == p.Server && q.Idle.QPS == 0 })
-			return cond(i < 0, "-", msec(f(r.props[max(i, 0)])))
+			return cond(i < 0, "-", msec(r.props[max(i, 0)].Lat[kind].q(0.99)))
 		}
 	}
-	p99 := func(p propagation) time.Duration { return p.P99 }
-	event99 := func(p propagation) time.Duration { return p.AfterEventP99 }
 	return []column[propagation]{
 		propCols[0], propCols[1],
 		{"QPS alone", func(p propagation) string { return fmt.Sprintf("%.0f", p.Idle.QPS) }},
 		{"QPS while writing", func(p propagation) string { return fmt.Sprintf("%.0f", p.Busy.QPS) }},
 		{"while writing / alone", func(p propagation) string { return div(p.Busy.QPS, p.Idle.QPS) }},
 		{"per CPU-second: while writing / alone", func(p propagation) string { return div(p.Busy.PerCPU(), p.Idle.PerCPU()) }},
-		{"write to answer p99, no queries", alone(p99)}, pr("write to answer p99, during dnsperf", p99),
-		{"watch event to answer p99, no queries", alone(event99)}, pr("watch event to answer p99, during dnsperf", event99),
+		{"write to answer p99, no queries", alone("answer")}, pr("write to answer p99, during dnsperf", "answer", 0.99),
+		{"watch event to answer p99, no queries", alone("after event")}, pr("watch event to answer p99, during dnsperf", "after event", 0.99),
 		{"writes answered", func(p propagation) string { return fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites) }},
 	}
 }

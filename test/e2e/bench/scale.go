@@ -14,23 +14,18 @@ import (
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-// footprint is a server's start-up cost with a number of imports loaded.
+// footprint is a server's start-up cost with a number of imports loaded:
+// its memory right after ready, -settle later (the Go heap of the scale
+// servers only), and after LoadedFor of dnsperf A queries at LoadedQPS
+// (largest number only); Others is the share of all CPUs' time that other
+// processes took from exec to ready (-1: not measured).
 type footprint struct {
-	Server, Label string
-	Imports       int
-	ReadyIn       time.Duration
-	// AtReady is its memory right after ready, Settled -settle later (the Go
-	// heap of the scale servers only).
-	AtReady mem
-	Settled reading
-	// Others is the share of all CPUs' time that other processes took
-	// from exec to ready (-1: unknown, or not measured).
-	Others float64
-	// Loaded is read after LoadedFor of dnsperf A queries over every import
-	// at LoadedQPS (largest number only).
-	LoadedFor time.Duration
-	Loaded    reading
-	LoadedQPS float64
+	Server, Label      string
+	Imports            int
+	ReadyIn, LoadedFor time.Duration
+	AtReady            mem
+	Settled, Loaded    reading
+	Others, LoadedQPS  float64
 }
 
 // runScale loads each number of -scale-imports in turn, adding to the
@@ -117,13 +112,10 @@ func measureFootprint(ctx context.Context, c config, rep *report, start starter,
 	return s, nil
 }
 
-// measureChurn measures, with server s at the largest number of imports, the
-// propagation of writes to its answers: ServiceImports and EndpointSlices
-// written at -prop-rate and -prop-es-rate a second, first alone (the control
-// planes on both CPUs) and then while dnsperf asks A queries (the control
-// planes sharing dnsperf's CPU, as in the QPS runs), and its A-query
-// throughput alone and during those writes. Each propagation run writes
-// addresses of its own, so that every write changes an answer.
+// measureChurn measures the propagation of writes to s's answers, first
+// alone (the control planes on both CPUs) and then while dnsperf asks A
+// queries (the control planes on dnsperf's CPU, as in the QPS runs), and
+// s's A-query throughput alone and during those writes.
 func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *server, m mix) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.propDuration+4*time.Minute)
 	defer cancel()
@@ -136,7 +128,7 @@ func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *se
 	if err := pinPlanes(c.loadCPU); err != nil {
 		return err
 	}
-	defer func() { _ = pinPlanes(allCPUs()) }()
+	defer func() { _ = pinPlanes("") }()
 	waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
 	idle, err := runDnsperf(ctx, c, c.duration, s, m, "scale-idle-"+s.Name)
 	if err != nil {
@@ -154,9 +146,8 @@ func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *se
 	return err
 }
 
-// prepareChurn creates the churn imports in both control planes (when
-// EndpointSlices are to be written) and writes the query file of A queries
-// over size imports.
+// prepareChurn creates the churn imports in both control planes (for the
+// EndpointSlice writes) and the query file of A queries over size imports.
 func prepareChurn(ctx context.Context, c config, fx fixture, size int, sides []side) (mix, error) {
 	if c.propESRate > 0 {
 		if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error { return sides[k].cl.createChurnHeadless(ctx) }); err != nil {
@@ -181,8 +172,7 @@ func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []sid
 	if added <= 0 {
 		return nil
 	}
-	// Creating a ServiceImport takes about 4 ms of CPU here (API server,
-	// etcd and client; both planes share 2 CPUs): the bound is generous.
+	// A create takes about 4 ms of CPU here: the bound is generous.
 	within := 10*time.Minute + time.Duration(added)*20*time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
@@ -199,10 +189,10 @@ func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []sid
 	return nil
 }
 
-// replicaStart is what n replicas of one server cost the API server when they
-// start together against one control plane: the time until the last is
-// ready, and the API server's CPU time (in seconds of one CPU) and VmRSS
-// (KiB, before the start and the highest sampled every 100 ms) meanwhile.
+// replicaStart is what n replicas of one server cost the API server when
+// they start together: the time until the last is ready, and the API
+// server's CPU seconds and VmRSS (KiB: before, and the highest sampled
+// every 100 ms) meanwhile.
 type replicaStart struct {
 	Label              string
 	Replicas, Imports  int
@@ -226,31 +216,26 @@ func measureReplicas(ctx context.Context, name string, cl *cluster, start starte
 		return r, err
 	}
 	r.APIBefore, r.APIPeak = before.RSS, before.RSS
-	sampling, sampled := make(chan struct{}), make(chan struct{})
+	t0, servers, errs, ready := time.Now(), make([]*server, n), make([]error, n+2), make(chan struct{})
 	go func() {
-		defer close(sampled)
-		for t := time.NewTicker(100 * time.Millisecond); ; {
-			select {
-			case <-sampling:
-				t.Stop()
-				return
-			case <-t.C:
-				if m, err := harness.ProcMemory(pid); err == nil {
-					r.APIPeak = max(r.APIPeak, m.RSS)
-				}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { servers[i], errs[i] = start(fmt.Sprintf("-r%02d", i), false) })
+		}
+		wg.Wait()
+		close(ready)
+	}()
+	for t := time.NewTicker(100 * time.Millisecond); r.AllReady == 0; {
+		select {
+		case <-ready:
+			r.AllReady = time.Since(t0)
+			t.Stop()
+		case <-t.C:
+			if m, err := harness.ProcMemory(pid); err == nil {
+				r.APIPeak = max(r.APIPeak, m.RSS)
 			}
 		}
-	}()
-	t0 := time.Now()
-	servers, errs := make([]*server, n), make([]error, n+2)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = start(fmt.Sprintf("-r%02d", i), false) })
 	}
-	wg.Wait()
-	r.AllReady = time.Since(t0)
-	close(sampling)
-	<-sampled
 	var cpu1 float64
 	cpu1, errs[n] = harness.CPUSeconds(pid)
 	r.APICPU, errs[n+1] = cpu1-cpu0, ctx.Err()

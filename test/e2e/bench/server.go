@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -28,13 +29,11 @@ type mem = harness.Mem
 // withPprof adds the pprof plugin to every server, for -pprof.
 var withPprof bool
 
-// startServer runs bin as `taskset -c cpu bin -conf Corefile` with
-// GOMAXPROCS=1, serving clusterset.local on a free port of 127.0.0.1 with
-// `errors`, `ready` and the given plugin block, with metrics `prometheus`
-// and `pprof` (pprof alone with -pprof), and waits until it answers and the
-// ready plugin says ready: with -scale at 100,000 imports each server lists
-// them all before, on one CPU. The QPS servers run without prometheus, which
-// counts every query. The Corefile and CoreDNS's output are kept in dir.
+// startServer runs bin pinned to cpu with GOMAXPROCS=1, serving the zone
+// with the given plugin block, with metrics `prometheus` and `pprof` (pprof
+// alone with -pprof: the QPS servers run without prometheus, which counts
+// every query), and waits until it is ready: at 100,000 imports, up to
+// minutes on one CPU. Its Corefile and output are kept in dir.
 func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*server, error) {
 	s := &server{Name: name, Label: label}
 	logFile, err := os.Create(filepath.Join(dir, name+".log"))
@@ -59,20 +58,16 @@ func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*serv
 
 // pprof fetches path from the server's pprof plugin, waiting at most d.
 func (s *server) pprof(path string, d time.Duration) ([]byte, error) {
-	if s.PprofURL == "" {
-		return nil, fmt.Errorf("%s has no pprof endpoint", s.Name)
-	}
 	resp, err := (&http.Client{Timeout: d}).Get(s.PprofURL + path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: pprof: %w", s.Name, err)
 	}
 	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, err = io.Copy(&b, resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("%s%s: %s", s.PprofURL, path, resp.Status)
 	}
-	return b.Bytes(), err
+	return data, err
 }
 
 // profile saves a CPU profile of the next d to path.
@@ -90,11 +85,9 @@ func (s *server) collectGarbage() error {
 	return err
 }
 
-// goMem is the Go runtime's memory as the prometheus plugin exports it
-// (runtime.MemStats), in bytes: HeapInuse (spans of the heap in use: live
-// objects and garbage not yet swept), HeapSys (heap memory obtained from the
-// OS) and Alloc (bytes of allocated heap objects); and go_goroutines and
-// process_open_fds. Unlike VmRSS they do not depend on the page cache.
+// goMem is the Go runtime's memory as the prometheus plugin exports it, in
+// bytes (heap in use, obtained from the OS, allocated), and its goroutines
+// and open descriptors.
 type goMem struct{ HeapInuse, HeapSys, Alloc, Goroutines, FDs int64 }
 
 // reading is a server's memory from /proc, its Go heap, and its Go heap
@@ -104,7 +97,6 @@ type reading struct {
 	Heap, Live goMem
 }
 
-// Memory reads the server's memory from /proc.
 func (s *server) Memory() (mem, error) { return harness.ProcMemory(s.PID()) }
 
 // read reads the server's memory and Go heap, collects its garbage, and
@@ -139,8 +131,12 @@ func (s *server) GoMemory() (m goMem, err error) {
 }
 
 // pinPlanes sets the CPU affinity of every thread of the control planes
-// (this process's children etcd and kube-apiserver) and of this process.
+// (this process's children etcd and kube-apiserver) and of this process to
+// cpus, "": every online CPU.
 func pinPlanes(cpus string) error {
+	if online, _ := os.ReadFile("/sys/devices/system/cpu/online"); cpus == "" {
+		cpus = cmp.Or(strings.TrimSpace(string(online)), "0-1")
+	}
 	pids, err := harness.ChildrenNamed("etcd", "kube-apiserver")
 	for _, pid := range append(pids, os.Getpid()) {
 		if out, terr := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); terr != nil {
@@ -150,17 +146,15 @@ func pinPlanes(cpus string) error {
 	return err
 }
 
-// othersMeter measures how busy the whole machine was, over a span, with
-// anything but this program, its control planes and the server measured:
-// on a shared machine, a figure taken while others were busy says so.
+// othersMeter measures how busy all CPUs were, over a span, with anything
+// but this program, its control planes and the server measured (pids).
 type othersMeter struct {
-	cpu  harness.CPUTime // every CPU's
-	own  float64         // CPU seconds of pids
+	cpu  harness.CPUTime
+	own  float64 // CPU seconds of pids
 	pids []int
 }
 
-// newOthersMeter starts a span; pids are processes of ours already running
-// (a server), besides this program and the control planes.
+// newOthersMeter starts a span; pids are servers already running.
 func newOthersMeter(pids ...int) *othersMeter {
 	planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
 	m := &othersMeter{pids: append(append([]int{os.Getpid()}, planes...), pids...)}
@@ -169,9 +163,8 @@ func newOthersMeter(pids ...int) *othersMeter {
 	return m
 }
 
-// share ends the span: the others' share of all CPUs' time (1 = every CPU
-// busy with others), or -1 if unknown. started are processes of ours that
-// started within the span (counted whole).
+// share ends the span: the others' share of all CPUs' time, or -1 if
+// unknown. started are servers started within the span (counted whole).
 func (m *othersMeter) share(started ...int) float64 {
 	c, err := harness.ReadCPUTime("")
 	if err != nil || m.cpu.Total == 0 || c.Total == m.cpu.Total {

@@ -20,6 +20,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -104,7 +105,7 @@ func runSoak(ctx context.Context, c config, rep *report) error {
 	if run.samples, err = soakSamples(c, s, func(n int) error { return all((*soakWriter).run, n) }); err != nil {
 		return err
 	}
-	if run.checked, run.bad, run.took, err = checkSoak(ctx, cl, s, c.soakServices); err != nil {
+	if err := run.check(ctx, cl, s); err != nil {
 		return err
 	}
 	for _, w := range ws {
@@ -400,82 +401,68 @@ func expectedA(imports []*cache.Import, ess []discoveryv1.EndpointSlice) map[str
 		if !im.Headless {
 			addrs = nil
 			for _, ip := range im.IPs {
-				if ip.Is4() {
-					addrs = append(addrs, ip.String())
-				}
+				addrs = append(addrs, cond(ip.Is4(), []string{ip.String()}, nil)...)
 			}
 		}
 		if addrs = slices.Compact(slices.Sorted(slices.Values(addrs))); len(addrs) > 0 {
-			want[im.Name+"."+im.Namespace+".svc."+zone+"."] = addrs
+			want[fqdn(im.Name, im.Namespace)] = addrs
 		}
 	}
 	return want
 }
 
-// answerMismatch says how the A answer r differs from want (none:
-// NXDOMAIN); "" when it does not.
-func answerMismatch(r *dns.Msg, want []string) string {
-	var got []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
-		}
+// answerMismatch says how the A answer r to name differs from want (none:
+// NXDOMAIN), by the contract's comparison of rcode and answer section; ""
+// when it does not.
+func answerMismatch(r *dns.Msg, name string, want []string) string {
+	w := cond(len(want) == 0, contract.NXDOMAIN(), contract.Want{})
+	for _, ip := range want {
+		w.Answer = append(w.Answer, contract.A(name, ip))
 	}
-	slices.Sort(got)
-	rcode := dns.RcodeToString[r.Rcode]
-	switch {
-	case len(want) == 0 && r.Rcode != dns.RcodeNameError:
-		return fmt.Sprintf("%s %v, want NXDOMAIN", rcode, got)
-	case len(want) > 0 && (r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want)):
-		return fmt.Sprintf("%s %v, want %v", rcode, got, want)
+	if err := w.CheckAnswer(r); err != nil {
+		return err.Error()
 	}
 	return ""
 }
 
-// checkSoak lists what the API server holds and asks s the A of every
+// check lists what the API server holds and asks s the A of every
 // service's name, again every second until every answer is the expected
-// one or two minutes have passed: the names asked, the last pass's
-// mismatches and how long it took.
-func checkSoak(ctx context.Context, cl *cluster, s *server, services int) (int, []string, time.Duration, error) {
+// one or two minutes have passed, and keeps the last pass's mismatches.
+func (r *soakRun) check(ctx context.Context, cl *cluster, s *server) error {
 	list, err := cl.dyn.Resource(cl.version.gvr()).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, nil, 0, err
+	ess, eerr := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
+	if err = errors.Join(err, eerr); err != nil {
+		return err
 	}
 	imports := make([]*cache.Import, len(list.Items))
 	for k := range list.Items {
 		if imports[k], err = cache.ReadImport(&list.Items[k]); err != nil {
-			return 0, nil, 0, err
+			return err
 		}
 	}
-	ess, err := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
-	if err != nil {
-		return 0, nil, 0, err
-	}
 	want := expectedA(imports, ess.Items)
-	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer",
-		len(imports), len(ess.Items), len(want), services)
+	r.checked = r.cfg.soakServices
+	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer", len(imports), len(ess.Items), len(want), r.checked)
 	for start := time.Now(); ; time.Sleep(time.Second) {
-		bad := make([]string, services)
-		err := parallel(ctx, 8, services, func(ctx context.Context, i int) error {
+		r.bad = make([]string, r.checked)
+		err := parallel(ctx, 8, r.checked, func(ctx context.Context, i int) error {
 			name := cl.fx.name(i)
-			r, err := harness.Exchange(s.Addr(), name, dns.TypeA)
-			if err != nil {
-				bad[i] = name + ": " + err.Error()
-			} else if d := answerMismatch(r, want[name]); d != "" {
-				bad[i] = name + ": " + d
+			if m, err := harness.Exchange(s.Addr(), name, dns.TypeA); err != nil {
+				r.bad[i] = name + ": " + err.Error()
+			} else if d := answerMismatch(m, name, want[name]); d != "" {
+				r.bad[i] = name + ": " + d
 			}
 			return nil
 		})
-		bad = slices.DeleteFunc(bad, func(b string) bool { return b == "" })
-		if err != nil || len(bad) == 0 || time.Since(start) > 2*time.Minute {
-			return services, bad, time.Since(start), err
+		r.bad, r.took = slices.DeleteFunc(r.bad, func(b string) bool { return b == "" }), time.Since(start)
+		if err != nil || len(r.bad) == 0 || r.took > 2*time.Minute {
+			return err
 		}
 	}
 }
 
 // soakVerdicts are each figure's relative change from first to last.
-func soakVerdicts(first, last soakSample) []float64 {
-	var vs []float64
+func soakVerdicts(first, last soakSample) (vs []float64) {
 	for k := range first.Values {
 		vs = append(vs, last.Values[k]/first.Values[k]-1)
 	}
