@@ -13,88 +13,79 @@ import (
 )
 
 // The servers' colours, the same in every chart.
-var serverColor = map[string]color.Color{
-	"floor": color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
-	"stock": color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff},
-	"ours":  color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff},
-}
+var serverColor = map[string]color.Color{"floor": color.RGBA{0x99, 0x99, 0x99, 0xff}, "stock": color.RGBA{0xd9, 0x5f, 0x02, 0xff}, "ours": color.RGBA{0x1b, 0x9e, 0x77, 0xff}}
 
 // charts writes the run's pictures into dir as SVG and returns their file
 // names: qps.svg (median QPS per mix for floor, stock and ours) when QPS was
-// measured, and memory.svg and ready.svg (RssAnon and time to ready against
-// the number of imports, stock and ours) when footprints were.
-func (r *report) charts(dir string) ([]string, error) {
-	var written []string
-	save := func(p *plot.Plot, name string, w vg.Length) error {
-		if err := saveChart(p, dir, name, w); err != nil {
-			return err
-		}
-		written = append(written, name)
-		return nil
+// measured, memory.svg and ready.svg (RssAnon and time to ready against the
+// number of imports, stock and ours) when footprints were, and soak.svg
+// after -soak.
+func (r *report) charts(dir string) (written []string, err error) {
+	type chart struct {
+		name  string
+		w     vg.Length
+		draw  func() (*plot.Plot, error)
+		drawn bool
 	}
-	if len(r.results) > 0 {
-		p, err := r.qpsChart()
+	for _, c := range []chart{
+		{"qps.svg", 16, r.qpsChart, len(r.results) > 0},
+		{"memory.svg", 12, func() (*plot.Plot, error) {
+			return r.footprintChart("Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 })
+		}, len(r.footprints) > 0},
+		{"ready.svg", 12, func() (*plot.Plot, error) {
+			return r.footprintChart("Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() })
+		}, len(r.footprints) > 0},
+		{"soak.svg", 16, func() (*plot.Plot, error) { return soakChart(r.soak.samples) }, r.soak != nil},
+	} {
+		if !c.drawn {
+			continue
+		}
+		p, err := c.draw()
+		if err == nil {
+			err = p.Save(c.w*vg.Centimeter, 9*vg.Centimeter, filepath.Join(dir, c.name))
+		}
 		if err != nil {
-			return written, err
+			return written, fmt.Errorf("chart %s: %w", c.name, err)
 		}
-		if err := save(p, "qps.svg", 16*vg.Centimeter); err != nil {
-			return written, err
-		}
-	}
-	if len(r.footprints) > 0 {
-		for _, c := range []struct {
-			name, title, unit string
-			value             func(footprint) float64
-		}{
-			{"memory.svg", "Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 }},
-			{"ready.svg", "Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() }},
-		} {
-			p, err := r.footprintChart(c.title, c.unit, c.value)
-			if err != nil {
-				return written, err
-			}
-			if err := save(p, c.name, 12*vg.Centimeter); err != nil {
-				return written, err
-			}
-		}
+		written = append(written, c.name)
 	}
 	return written, nil
+}
+
+// newPlot is a chart of y against x, from 0 up, with a grid and the legend
+// at the top.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Y.Min = title, x, y, 0
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
 }
 
 // qpsChart is one group of bars per mix, a bar per server: the median QPS of
 // its runs. The floor runs only the mixes it can answer.
 func (r *report) qpsChart() (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Queries per second (median of rounds, one core)"
-	p.Y.Label.Text = "QPS"
-	p.Y.Min = 0
+	p := newPlot("Queries per second (median of rounds, one core)", "", "QPS")
 	var names []string
 	for _, m := range r.mixes {
 		names = append(names, m.Label)
 	}
 	p.NominalX(names...)
-	servers := []string{"floor", "stock", "ours"}
 	width := vg.Points(18)
-	highest := 0.0
-	for i, s := range servers {
+	for i, s := range []string{"floor", "stock", "ours"} {
 		values := make(plotter.Values, len(r.mixes))
 		for j, m := range r.mixes {
 			values[j], _, _, _ = r.stat(s, m.Key, qpsOf)
-			highest = max(highest, values[j])
+			p.Y.Max = max(p.Y.Max, 1.25*values[j]) // room for the legend above the bars
 		}
 		bars, err := plotter.NewBarChart(values, width)
 		if err != nil {
 			return nil, err
 		}
-		bars.Color = serverColor[s]
-		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(i-1) * width
+		bars.Color, bars.LineStyle.Width, bars.Offset = serverColor[s], 0, vg.Length(i-1)*width
 		p.Add(bars)
 		p.Legend.Add(s, bars)
 	}
-	p.Y.Max = 1.25 * highest // room for the legend above the bars
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
 	return p, nil
 }
 
@@ -122,15 +113,12 @@ type series struct {
 	pts   plotter.XYs
 }
 
-// lineChart is a line with points per series of y (in unit) against x, from
-// 0 up; series without points are left out, and those without a name from
-// the legend.
+// lineChart is a line with points per series of y (in unit) against x;
+// series without points are left out, and those without a name from the
+// legend.
 func lineChart(title, x, unit string, lines []series) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = unit
-	p.Y.Min = 0
+	p := newPlot(title, x, unit)
+	p.Legend.Left = true
 	for _, s := range lines {
 		if len(s.pts) == 0 {
 			continue
@@ -145,15 +133,27 @@ func lineChart(title, x, unit string, lines []series) (*plot.Plot, error) {
 			p.Legend.Add(s.name, line, points)
 		}
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
 	return p, nil
 }
 
-// saveChart writes p into dir as the SVG name, w wide.
-func saveChart(p *plot.Plot, dir, name string, w vg.Length) error {
-	if err := p.Save(w, 9*vg.Centimeter, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("chart %s: %w", name, err)
+// soakChart is every figure against the writes, as a percentage of its
+// value after the first -soak-every writes, between grey lines at ±5%.
+func soakChart(samples []soakSample) (*plot.Plot, error) {
+	ref, last := samples[min(1, len(samples)-1)], float64(samples[len(samples)-1].Updates)/1000
+	grey := color.Gray{Y: 0xaa}
+	lines := []series{{"", grey, plotter.XYs{{X: 0, Y: 95}, {X: last, Y: 95}}}, {"", grey, plotter.XYs{{X: 0, Y: 105}, {X: last, Y: 105}}}}
+	colors := []color.Color{serverColor["ours"], serverColor["stock"], color.RGBA{0x75, 0x70, 0xb3, 0xff},
+		color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xa6, 0x76, 0x1d, 0xff}}
+	for k, name := range soakFigures {
+		var pts plotter.XYs
+		for _, s := range samples {
+			pts = append(pts, plotter.XY{X: float64(s.Updates) / 1000, Y: 100 * s.Values[k] / ref.Values[k]})
+		}
+		lines = append(lines, series{name, colors[k], pts})
 	}
-	return nil
+	p, err := lineChart("One replica during the long churn, after a GC (grey: ±5%)", "writes (thousands)", fmt.Sprintf("%% of its value at %d writes", ref.Updates), lines)
+	if err == nil {
+		p.Y.Max = 2 * max(p.Y.Max, 110) // room for the legend above the lines
+	}
+	return p, err
 }

@@ -29,7 +29,7 @@ func TestCharts(t *testing.T) {
 	for _, n := range []int{2000, 10000, 100000} {
 		for _, s := range []string{"stock", "ours"} {
 			r.footprints = append(r.footprints, footprint{Server: s + "-scale", Imports: n, ReadyIn: time.Duration(n) * time.Millisecond,
-				Settled: mem{Anon: n / 10}})
+				Settled: reading{mem: mem{Anon: n / 10}}})
 		}
 	}
 	dir := t.TempDir()

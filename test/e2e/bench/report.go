@@ -1,19 +1,21 @@
 package main
 
 import (
-	"github.com/clustersetdns/multicluster/test/e2e/harness"
-
-	"text/tabwriter"
-
-	"github.com/prometheus/procfs"
-
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // report gathers what was measured and renders it.
@@ -23,22 +25,91 @@ type report struct {
 	host              []string
 
 	mixes      []mix
-	servers    []*server
-	checks     []string
 	results    []perfResult
 	footprints []footprint
-	loads      []load
+	loads      []string
 	props      []propagation
 	replicas   []replicaStart
+	soak       *soakRun
 }
 
-// load is one step of -scale's loading: imports in each control plane after
-// it, how many it added to each, and how long that took.
-type load struct {
-	Imports, Added int
-	Took           time.Duration
+// column is one column of a table: its header and its cell in a row.
+type column[R any] struct {
+	h string
+	f func(R) string
 }
 
+// table is one table of the report: a sentence before it, its title (none:
+// the table follows the sentence), its header and rows, and lines after it.
+type table struct {
+	intro, title    string
+	head            []string
+	rows            [][]string
+	warnings, notes []string
+}
+
+// tableOf is the table of rows in cols.
+func tableOf[R any](title string, rows []R, cols []column[R]) table {
+	t := table{title: title}
+	for _, c := range cols {
+		t.head = append(t.head, c.h)
+	}
+	for _, r := range rows {
+		cells := make([]string, len(cols))
+		for k, c := range cols {
+			cells[k] = c.f(r)
+		}
+		t.rows = append(t.rows, cells)
+	}
+	return t
+}
+
+// line is row r of cols as "header value" pairs, for the log.
+func line[R any](r R, cols []column[R]) string {
+	var parts []string
+	for _, c := range cols {
+		parts = append(parts, c.h+" "+c.f(r))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// render writes the tables to w as text for the terminal or as Markdown.
+func render(w io.Writer, tables []table, md bool) {
+	para := func(s, end string) {
+		if md {
+			s = strings.ToUpper(s[:1]) + s[1:] + end
+		}
+		fmt.Fprintf(w, "\n%s\n", s)
+	}
+	for _, t := range tables {
+		if t.intro != "" {
+			para(t.intro, ".")
+		}
+		if t.title != "" {
+			para(t.title+":", "")
+		}
+		if md {
+			fmt.Fprintf(w, "\n| %s |\n|%s\n", strings.Join(t.head, " | "), strings.Repeat("---|", len(t.head)))
+			for _, r := range t.rows {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+			}
+		} else {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, r := range append([][]string{t.head}, t.rows...) {
+				fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+			}
+			tw.Flush()
+		}
+		for _, s := range t.warnings {
+			para(map[bool]string{true: "**Warning:** ", false: "  WARNING: "}[md]+s, "")
+		}
+		for _, s := range t.notes {
+			para(map[bool]string{true: "", false: "  "}[md]+s, ".")
+		}
+	}
+}
+
+// machine describes the machine: its CPUs, kernel, Go and dnsperf.
 func (r *report) machine() {
 	model := "unknown CPU"
 	if fs, err := procfs.NewDefaultFS(); err == nil {
@@ -48,26 +119,97 @@ func (r *report) machine() {
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	perf, _ := exec.Command("dnsperf", "-h").CombinedOutput()
-	perfVersion := "dnsperf"
-	for line := range strings.Lines(string(perf)) {
-		if strings.HasPrefix(line, "Version") {
-			perfVersion = "dnsperf " + strings.TrimSpace(strings.TrimPrefix(line, "Version"))
+	_, version, _ := strings.Cut(string(perf), "Version")
+	version, _, _ = strings.Cut(version, "\n")
+	r.host = []string{fmt.Sprintf("%d CPUs (%s), Linux %s, %s, dnsperf %s", runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), runtime.Version(),
+		strings.TrimSpace(version)), "load average at start: " + harness.LoadAvg()}
+}
+
+// write prints the report, draws its charts and writes it as Markdown, with
+// links to the charts.
+func (r *report) write() error {
+	c := r.cfg
+	r.finished = time.Now()
+	var text, md strings.Builder
+	fmt.Fprintf(&text, "\n== bench: %s, %.0fs\n   %s\n", r.started.Format(time.RFC3339), r.finished.Sub(r.started).Seconds(), strings.Join(r.host, "\n   "))
+	render(&text, r.tables(false), false)
+	fmt.Print(text.String())
+	fmt.Fprintf(&md, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"),
+		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
+	render(&md, r.tables(true), true)
+	charts, err := r.charts(c.charts)
+	if err != nil {
+		return err
+	}
+	for _, name := range charts {
+		rel, err := filepath.Rel(filepath.Dir(c.markdown), filepath.Join(c.charts, name))
+		if err != nil {
+			rel = filepath.Join(c.charts, name)
+		}
+		fmt.Fprintf(&md, "\n![%s](%s)\n", strings.TrimSuffix(name, ".svg"), filepath.ToSlash(rel))
+	}
+	logf("results written to %s, charts %v to %s; logs, Corefiles and query files in %s", c.markdown, charts, c.charts, c.out)
+	return os.WriteFile(c.markdown, []byte(md.String()), 0o644)
+}
+
+// tables are the report's tables, in order; the terminal and Markdown show
+// the same ones, and everyRun adds the table of every run.
+func (r *report) tables(everyRun bool) []table {
+	var out []table
+	if len(r.results) > 0 {
+		c := r.cfg
+		qps := tableOf(qpsTitle, r.mixes, r.summaryCols(qpsOf))
+		qps.intro = fmt.Sprintf("%d alternating rounds of %v per server and mix; servers GOMAXPROCS=1 on CPU %s, dnsperf -c %d -q %d -T 1 -t 5 -b 1024 -e on CPU %s",
+			c.rounds, c.duration, c.serverCPU, c.clients, c.outstanding, c.loadCPU)
+		detail := tableOf("per server and mix, over all rounds", r.groups(), detailCols)
+		detail.warnings = r.warnings()
+		out = append(out, qps, tableOf(perCPUTitle, r.mixes, r.summaryCols(perCPUOf)), detail)
+		if everyRun {
+			out = append(out, tableOf("every run", r.results, runCols))
 		}
 	}
-	r.host = []string{
-		fmt.Sprintf("%d CPUs (%s), Linux %s, %s, %s", runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), runtime.Version(), perfVersion),
-		"load average at start: " + harness.LoadAvg(),
+	if len(r.footprints) > 0 {
+		out = append(out, tableOf(footprintTitle, r.footprints, footprintCols))
+		if pairs := r.footprintPairs(); len(pairs) > 0 {
+			out = append(out, tableOf("ours/stock, memory after settling", pairs, ratioCols))
+		}
+		out[len(out)-1].notes = r.loads
 	}
+	if len(r.props) > 0 {
+		out = append(out, tableOf(fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips, or of one churn import's EndpointSlice) to the first DNS answer with the new address",
+			r.props[0].Imports), r.props, propCols))
+		if busy := slices.DeleteFunc(slices.Clone(r.props), func(p propagation) bool { return p.Idle.QPS == 0 }); len(busy) > 0 {
+			out = append(out, tableOf(churnTitle, busy, r.churnCols()))
+		}
+	}
+	if len(r.replicas) > 0 {
+		out = append(out, tableOf(replicasTitle, r.replicas, replicaCols))
+	}
+	if r.soak != nil {
+		out = append(out, r.soak.tables()...)
+	}
+	return out
+}
+
+const (
+	qpsTitle       = "QPS: median (lowest–highest) of the rounds"
+	perCPUTitle    = "QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU"
+	footprintTitle = "start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)"
+	churnTitle     = "serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes"
+	replicasTitle  = "replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile"
+)
+
+// runs are a server's runs of a mix.
+func (r *report) runs(server, mixKey string) []perfResult {
+	return slices.DeleteFunc(slices.Clone(r.results), func(x perfResult) bool { return x.Server != server || x.Mix != mixKey })
 }
 
 // stat is the median of a metric over a server's runs of a mix, with the
 // lowest and highest value.
 func (r *report) stat(server, mixKey string, metric func(perfResult) float64) (med, lo, hi float64, n int) {
 	var v []float64
-	for _, x := range r.results {
-		if x.Server == server && x.Mix == mixKey {
-			v = append(v, metric(x))
-		}
+	for _, x := range r.runs(server, mixKey) {
+		v = append(v, metric(x))
 	}
 	if len(v) == 0 {
 		return 0, 0, 0, 0
@@ -87,42 +229,16 @@ func median(v []float64) float64 {
 func qpsOf(x perfResult) float64    { return x.QPS }
 func perCPUOf(x perfResult) float64 { return x.PerCPU() }
 
-// totals sums lost and non-NOERROR responses, and averages the CPU shares.
-func (r *report) totals(server, mixKey string) (lost, nonNoError, sent int, serverCPU, otherCPU float64, respBytes int) {
-	n := 0
-	for _, x := range r.results {
-		if x.Server == server && x.Mix == mixKey {
-			lost += x.Lost
-			nonNoError += x.NonNoError()
-			sent += x.Sent
-			serverCPU += x.ServerCPU
-			otherCPU += x.OtherCPU
-			respBytes = x.RespBytes
-			n++
-		}
-	}
-	if n > 0 {
-		serverCPU /= float64(n)
-		otherCPU /= float64(n)
-	}
-	return
-}
-
 type target struct {
-	ratio float64
-	ok    bool
-	want  float64
+	ratio, want float64
+	ok          bool
 }
 
 func (t target) String() string {
 	if t.ratio == 0 {
 		return "-"
 	}
-	verdict := "met"
-	if !t.ok {
-		verdict = "MISSED"
-	}
-	return fmt.Sprintf("%.2f (target ≥%.2g: %s)", t.ratio, t.want, verdict)
+	return fmt.Sprintf("%.2f (target ≥%.2g: %s)", t.ratio, t.want, map[bool]string{true: "met", false: "MISSED"}[t.ok])
 }
 
 func ratio(a, b, want float64) target {
@@ -132,34 +248,38 @@ func ratio(a, b, want float64) target {
 	return target{ratio: a / b, ok: a/b >= want, want: want}
 }
 
-// rows are a summary table of a metric: per mix the medians and the ratios.
-func (r *report) rows(metric func(perfResult) float64) [][]string {
-	var rows [][]string
-	for _, m := range r.mixes {
-		f, flo, fhi, _ := r.stat("floor", m.Key, metric)
-		s, slo, shi, _ := r.stat("stock", m.Key, metric)
-		o, olo, ohi, _ := r.stat("ours", m.Key, metric)
-		want := 1.5
-		if m.Key == "headless" {
-			want = 3
+// summaryCols are a metric's table: per mix the medians and the ratios.
+func (r *report) summaryCols(metric func(perfResult) float64) []column[mix] {
+	cell := func(server string) func(mix) string {
+		return func(m mix) string {
+			med, lo, hi, _ := r.stat(server, m.Key, metric)
+			return cond(med == 0, "-", fmt.Sprintf("%.0f (%.0f–%.0f)", med, lo, hi))
 		}
-		vsFloor := "-"
-		if m.Floor {
-			vsFloor = ratio(o, f, 0.85).String()
-		}
-		cell := func(med, lo, hi float64) string {
-			if med == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.0f (%.0f–%.0f)", med, lo, hi)
-		}
-		rows = append(rows, []string{m.Label, cell(f, flo, fhi), cell(s, slo, shi), cell(o, olo, ohi),
-			ratio(o, s, want).String(), r.pairedRatio("ours", "stock", m.Key, metric), vsFloor, r.pairedRatio("ours", "floor", m.Key, metric)})
 	}
-	return rows
+	of := func(a, b string, want func(mix) float64) func(mix) string {
+		return func(m mix) string {
+			x, _, _, _ := r.stat(a, m.Key, metric)
+			y, _, _, _ := r.stat(b, m.Key, metric)
+			return cond(b == "floor" && !m.Floor, "-", ratio(x, y, want(m)).String())
+		}
+	}
+	paired := func(b string) func(mix) string {
+		return func(m mix) string { return r.pairedRatio("ours", b, m.Key, metric) }
+	}
+	return []column[mix]{{"mix", func(m mix) string { return m.Label }},
+		{"floor: whoami", cell("floor")}, {"stock v1.15.0", cell("stock")}, {"ours", cell("ours")},
+		{"ours/stock (of medians)", of("ours", "stock", func(m mix) float64 { return cond(m.Key == "headless", 3.0, 1.5) })},
+		{"ours/stock (median of rounds)", paired("stock")},
+		{"ours/floor (of medians)", of("ours", "floor", func(mix) float64 { return 0.85 })},
+		{"ours/floor (median of rounds)", paired("floor")}}
 }
 
-var header = []string{"mix", "floor: whoami", "stock v1.15.0", "ours", "ours/stock (of medians)", "ours/stock (median of rounds)", "ours/floor (of medians)", "ours/floor (median of rounds)"}
+func cond[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
 
 // pairedRatio is the median over rounds of a/b within the round, with the
 // lowest and highest: the servers of one round ran within a minute of each
@@ -167,17 +287,10 @@ var header = []string{"mix", "floor: whoami", "stock v1.15.0", "ours", "ours/sto
 func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float64) string {
 	byRound := map[int][2]float64{}
 	for _, x := range r.results {
-		if x.Mix != mixKey {
-			continue
+		if v, k := byRound[x.Round], slices.Index([]string{a, b}, x.Server); x.Mix == mixKey && k >= 0 {
+			v[k] = metric(x)
+			byRound[x.Round] = v
 		}
-		v := byRound[x.Round]
-		switch x.Server {
-		case a:
-			v[0] = metric(x)
-		case b:
-			v[1] = metric(x)
-		}
-		byRound[x.Round] = v
 	}
 	var ratios []float64
 	for _, v := range byRound {
@@ -192,138 +305,55 @@ func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float6
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", med, ratios[0], ratios[len(ratios)-1])
 }
 
-func (r *report) runLine() string {
-	c := r.cfg
-	return fmt.Sprintf("%d alternating rounds of %v per server and mix; servers GOMAXPROCS=1 on CPU %s, dnsperf -c %d -q %d -T 1 -t 5 -b 1024 -e on CPU %s",
-		c.rounds, c.duration, c.serverCPU, c.clients, c.outstanding, c.loadCPU)
-}
-
-const (
-	qpsTitle    = "QPS: median (lowest–highest) of the rounds"
-	perCPUTitle = "QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU"
-)
-
-// section is one table of the report: its title (none for a table that
-// follows the one before), a sentence before it, its rows (the first the
-// header), and lines after it.
-type section struct {
-	title, intro string
-	rows         [][]string
-	notes        []string
-	warnings     []string
-}
-
-// sections are the report's tables, in order; the terminal and Markdown
-// render the same ones, and everyRun adds the table of every run.
-func (r *report) sections(everyRun bool) []section {
-	var out []section
-	if len(r.results) > 0 {
-		out = append(out,
-			section{title: qpsTitle, intro: r.runLine(), rows: append([][]string{header}, r.rows(qpsOf)...)},
-			section{title: perCPUTitle, rows: append([][]string{header}, r.rows(perCPUOf)...)},
-			section{title: "per server and mix, over all rounds", rows: r.detailRows(), warnings: r.warnings()})
-		if everyRun {
-			rows := [][]string{{"round", "mix", "server", "QPS", "per CPU-second", "server CPU", "others on its CPU", "lost", "non-NOERROR", "avg latency"}}
-			for _, x := range r.results {
-				rows = append(rows, []string{fmt.Sprint(x.Round), x.Mix, x.Server, fmt.Sprintf("%.0f", x.QPS), fmt.Sprintf("%.0f", x.PerCPU()),
-					fmt.Sprintf("%.0f%%", x.ServerCPU*100), fmt.Sprintf("%.0f%%", x.OtherCPU*100), fmt.Sprint(x.Lost),
-					fmt.Sprint(x.NonNoError()), fmt.Sprintf("%.1f ms", x.AvgLatency*1000)})
+// groups are every server's runs of every mix, mix by mix.
+func (r *report) groups() [][]perfResult {
+	var out [][]perfResult
+	for _, m := range r.mixes {
+		for _, s := range []string{"floor", "stock", "ours"} {
+			if runs := r.runs(s, m.Key); len(runs) > 0 {
+				out = append(out, runs)
 			}
-			out = append(out, section{title: "every run", rows: rows})
 		}
-	}
-	if len(r.footprints) > 0 {
-		var loads []string
-		for _, l := range r.loads {
-			loads = append(loads, l.String())
-		}
-		out = append(out, section{title: footprintTitle, rows: r.footprintRows()})
-		if rows := r.footprintRatioRows(); len(rows) > 1 {
-			out = append(out, section{title: ratioTitle, rows: rows})
-		}
-		out[len(out)-1].notes = loads
-	}
-	if len(r.props) > 0 {
-		out = append(out, section{title: r.propTitle(), rows: r.propRows()})
-		if rows := r.churnRows(); len(rows) > 1 {
-			out = append(out, section{title: churnTitle, rows: rows})
-		}
-	}
-	if len(r.replicas) > 0 {
-		out = append(out, section{title: replicasTitle, rows: r.replicaRows()})
 	}
 	return out
 }
 
-// String renders the report as plain text for the terminal.
-func (r *report) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "== bench: %s, %.0fs\n", r.started.Format(time.RFC3339), r.finished.Sub(r.started).Seconds())
-	for _, h := range r.host {
-		fmt.Fprintf(&b, "   %s\n", h)
+// sum is f summed over runs.
+func sum[R any, N int | float64](runs []R, f func(R) N) N {
+	var n N
+	for _, x := range runs {
+		n += f(x)
 	}
-	for _, s := range r.sections(false) {
-		if s.intro != "" {
-			fmt.Fprintf(&b, "\n%s\n", s.intro)
-		}
-		fmt.Fprintf(&b, "\n%s:\n", s.title)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, row := range s.rows {
-			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
-		}
-		tw.Flush()
-		for _, w := range s.warnings {
-			fmt.Fprintf(&b, "  WARNING: %s\n", w)
-		}
-		for _, n := range s.notes {
-			fmt.Fprintf(&b, "  %s\n", n)
-		}
-	}
-	return b.String()
+	return n
 }
 
-// Markdown renders the report for docs/benchmarks.md.
-func (r *report) Markdown() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"),
-		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
-	for _, s := range r.sections(true) {
-		if s.intro != "" {
-			fmt.Fprintf(&b, "\n%s.\n", capitalize(s.intro))
-		}
-		fmt.Fprintf(&b, "\n%s:\n\n", capitalize(s.title))
-		for i, row := range s.rows {
-			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-			if i == 0 {
-				b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
-			}
-		}
-		for _, w := range s.warnings {
-			fmt.Fprintf(&b, "\n**Warning:** %s\n", w)
-		}
-		for _, n := range s.notes {
-			fmt.Fprintf(&b, "\n%s.\n", capitalize(n))
-		}
-	}
-	return b.String()
+func meanPct(f func(perfResult) float64) func([]perfResult) string {
+	return func(g []perfResult) string { return pct(sum(g, f) / float64(len(g))) }
 }
 
-func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+var detailCols = []column[[]perfResult]{
+	{"mix", func(g []perfResult) string { return g[0].Mix }},
+	{"server", func(g []perfResult) string { return g[0].Server }},
+	{"runs", func(g []perfResult) string { return fmt.Sprint(len(g)) }},
+	{"queries sent", func(g []perfResult) string { return fmt.Sprint(sum(g, func(x perfResult) int { return x.Sent })) }},
+	{"lost", func(g []perfResult) string { return fmt.Sprint(sum(g, func(x perfResult) int { return x.Lost })) }},
+	{"non-NOERROR", func(g []perfResult) string { return fmt.Sprint(sum(g, perfResult.NonNoError)) }},
+	{"avg response", func(g []perfResult) string { return fmt.Sprintf("%d B", g[len(g)-1].RespBytes) }},
+	{"server CPU (mean)", meanPct(func(x perfResult) float64 { return x.ServerCPU })},
+	{"others on its CPU (mean)", meanPct(func(x perfResult) float64 { return x.OtherCPU })},
+}
 
-func (r *report) detailRows() [][]string {
-	rows := [][]string{{"mix", "server", "runs", "queries sent", "lost", "non-NOERROR", "avg response", "server CPU (mean)", "others on its CPU (mean)"}}
-	for _, m := range r.mixes {
-		for _, s := range []string{"floor", "stock", "ours"} {
-			_, _, _, n := r.stat(s, m.Key, qpsOf)
-			if n == 0 {
-				continue
-			}
-			lost, bad, sent, sc, oc, size := r.totals(s, m.Key)
-			rows = append(rows, []string{m.Key, s, fmt.Sprint(n), fmt.Sprint(sent), fmt.Sprint(lost), fmt.Sprint(bad),
-				fmt.Sprintf("%d B", size), fmt.Sprintf("%.0f%%", sc*100), fmt.Sprintf("%.0f%%", oc*100)})
-		}
-	}
-	return rows
+var runCols = []column[perfResult]{
+	{"round", func(x perfResult) string { return fmt.Sprint(x.Round) }},
+	{"mix", func(x perfResult) string { return x.Mix }},
+	{"server", func(x perfResult) string { return x.Server }},
+	{"QPS", func(x perfResult) string { return fmt.Sprintf("%.0f", x.QPS) }},
+	{"per CPU-second", func(x perfResult) string { return fmt.Sprintf("%.0f", x.PerCPU()) }},
+	{"server CPU", func(x perfResult) string { return pct(x.ServerCPU) }},
+	{"others on its CPU", func(x perfResult) string { return pct(x.OtherCPU) }},
+	{"lost", func(x perfResult) string { return fmt.Sprint(x.Lost) }},
+	{"non-NOERROR", func(x perfResult) string { return fmt.Sprint(x.NonNoError()) }},
+	{"avg latency", func(x perfResult) string { return fmt.Sprintf("%.1f ms", x.AvgLatency*1000) }},
 }
 
 // warnings name runs whose answers were not all NOERROR where they must be.
@@ -337,147 +367,125 @@ func (r *report) warnings() []string {
 	return out
 }
 
-const (
-	footprintTitle = "start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)"
-	ratioTitle     = "ours/stock, memory after settling"
-)
+// pct renders a share of the CPUs, "-" when unknown (negative).
+func pct(share float64) string { return cond(share < 0, "-", fmt.Sprintf("%.0f%%", share*100)) }
 
-func (l load) String() string {
-	return fmt.Sprintf("loading: %d ClusterSetIP imports in each control plane, %d added to each in %.0fs (%.0f per second per plane)",
-		l.Imports, l.Added, l.Took.Seconds(), float64(l.Added)/l.Took.Seconds())
+func mib(kb int) string { return cond(kb == 0, "-", fmt.Sprintf("%.0f MiB", float64(kb)/1024)) }
+
+func mibBytes(b int64) string { return cond(b == 0, "-", fmt.Sprintf("%.1f MiB", mibOf(b))) }
+
+func mibOf(bytes int64) float64 { return float64(bytes) / (1 << 20) }
+
+func msec(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
 
-func mib(kb int) string {
-	if kb == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+// div is a/b to two places, "-" when either is 0 or not a number.
+func div(a, b float64) string {
+	return cond(a == 0 || b == 0 || math.IsNaN(a/b), "-", fmt.Sprintf("%.2f", a/b))
 }
 
-func mibBytes(b int64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f MiB", mibOf(b))
+var footprintCols = []column[footprint]{
+	{"server", func(f footprint) string { return f.Label }},
+	{"imports", func(f footprint) string { return fmt.Sprint(f.Imports) }},
+	{"time to ready", func(f footprint) string { return fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()) }},
+	{"VmRSS at ready", func(f footprint) string { return mib(f.AtReady.RSS) }},
+	{"VmRSS settled", func(f footprint) string { return mib(f.Settled.RSS) }},
+	{"RssAnon settled", func(f footprint) string { return mib(f.Settled.Anon) }},
+	{"VmHWM", func(f footprint) string { return mib(f.Settled.HWM) }},
+	{"Go heap in use settled", func(f footprint) string { return mibBytes(f.Settled.Heap.HeapInuse) }},
+	{"Go heap sys settled", func(f footprint) string { return mibBytes(f.Settled.Heap.HeapSys) }},
+	{"Go alloc settled", func(f footprint) string { return mibBytes(f.Settled.Heap.Alloc) }},
+	{"Go live heap (after a GC)", func(f footprint) string { return mibBytes(f.Settled.Live.Alloc) }},
+	{"live heap per import", func(f footprint) string {
+		return cond(f.Settled.Live.Alloc == 0, "-", fmt.Sprintf("%.0f B", float64(f.Settled.Live.Alloc)/float64(f.Imports)))
+	}},
+	{"others' CPU until ready", func(f footprint) string { return pct(f.Others) }},
+	{"RssAnon after dnsperf", func(f footprint) string {
+		return cond(f.LoadedFor == 0, "-", fmt.Sprintf("%s (%v, %.0f QPS)", mib(f.Loaded.Anon), f.LoadedFor, f.LoadedQPS))
+	}},
+	{"Go heap in use after dnsperf", func(f footprint) string { return mibBytes(f.Loaded.Heap.HeapInuse) }},
+	{"Go live heap after dnsperf", func(f footprint) string { return mibBytes(f.Loaded.Live.Alloc) }},
 }
 
-// perImport is a heap's size divided by the number of imports, the
-// process's own start-up share included.
-func perImport(b int64, imports int) string {
-	if b == 0 || imports == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f B", float64(b)/float64(imports))
-}
-
-func (r *report) footprintRows() [][]string {
-	rows := [][]string{{"server", "imports", "time to ready", "VmRSS at ready", "VmRSS settled", "RssAnon settled", "VmHWM",
-		"Go heap in use settled", "Go heap sys settled", "Go alloc settled", "Go live heap (after a GC)", "live heap per import", "others' CPU until ready",
-		"RssAnon after dnsperf", "Go heap in use after dnsperf", "Go live heap after dnsperf"}}
-	for _, f := range r.footprints {
-		loaded := []string{"-", "-", "-"}
-		if f.LoadedFor > 0 {
-			loaded = []string{fmt.Sprintf("%s (%v, %.0f QPS)", mib(f.Loaded.Anon), f.LoadedFor, f.LoadedQPS),
-				mibBytes(f.LoadedHeap.HeapInuse), mibBytes(f.LoadedHeap.Live)}
-		}
-		rows = append(rows, append([]string{f.Label, fmt.Sprint(f.Imports), fmt.Sprintf("%.2fs", f.ReadyIn.Seconds()),
-			mib(f.AtReady.RSS), mib(f.Settled.RSS), mib(f.Settled.Anon), mib(f.Settled.HWM),
-			mibBytes(f.Heap.HeapInuse), mibBytes(f.Heap.HeapSys), mibBytes(f.Heap.Alloc), mibBytes(f.Heap.Live), perImport(f.Heap.Live, f.Imports), pct(f.Others)}, loaded...))
-	}
-	return rows
-}
-
-// footprintRatioRows are ours/stock per number of imports, of the figures
-// that do not depend on the page cache.
-func (r *report) footprintRatioRows() [][]string {
-	rows := [][]string{{"imports", "RssAnon ours/stock", "Go heap in use ours/stock", "Go live heap ours/stock", "time to ready ours/stock",
-		"RssAnon after dnsperf ours/stock", "Go live heap after dnsperf ours/stock"}}
-	div := func(a, b float64) string {
-		if a == 0 || b == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", a/b)
-	}
+// footprintPairs are stock's and ours' footprints at the same number of
+// imports and from the same step (QPS or -scale).
+func (r *report) footprintPairs() [][2]footprint {
+	var out [][2]footprint
 	for _, s := range r.footprints {
-		if s.Server != "stock" && !strings.HasPrefix(s.Server, "stock-") {
-			continue
-		}
 		for _, o := range r.footprints {
-			if o.Imports != s.Imports || o.Server != "ours"+strings.TrimPrefix(s.Server, "stock") {
-				continue
-			}
-			rows = append(rows, []string{fmt.Sprint(s.Imports),
-				div(float64(o.Settled.Anon), float64(s.Settled.Anon)),
-				div(float64(o.Heap.HeapInuse), float64(s.Heap.HeapInuse)),
-				div(float64(o.Heap.Live), float64(s.Heap.Live)),
-				div(o.ReadyIn.Seconds(), s.ReadyIn.Seconds()),
-				div(float64(o.Loaded.Anon), float64(s.Loaded.Anon)),
-				div(float64(o.LoadedHeap.Live), float64(s.LoadedHeap.Live))})
-		}
-	}
-	return rows
-}
-
-func (r *report) propTitle() string {
-	return fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips, or of one churn import's EndpointSlice) to the first DNS answer with the new address",
-		r.props[0].Imports)
-}
-
-func (r *report) propRows() [][]string {
-	rows := [][]string{{"server", "imports", "writes (ServiceImport + EndpointSlice)", "rate", "seen", "p50", "p90", "p99", "max", "API ack p50", "API ack p99", "ack to answer p50", "ack to answer p99",
-		"to the bench's watch p50", "to the bench's watch p99", "watch event to answer p50", "watch event to answer p99", "others' CPU"}}
-	for _, p := range r.props {
-		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%d + %d", p.Writes, p.ESWrites), fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved),
-			fmt.Sprint(p.Seen), fmt.Sprintf("%.1f ms", ms(p.P50)), fmt.Sprintf("%.1f ms", ms(p.P90)),
-			fmt.Sprintf("%.1f ms", ms(p.P99)), fmt.Sprintf("%.1f ms", ms(p.Max)), fmt.Sprintf("%.1f ms", ms(p.AckP50)),
-			fmt.Sprintf("%.1f ms", ms(p.AckP99)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP50)), fmt.Sprintf("%.1f ms", ms(p.AfterAckP99)),
-			fmt.Sprintf("%.1f ms", ms(p.EventP50)), fmt.Sprintf("%.1f ms", ms(p.EventP99)),
-			fmt.Sprintf("%.1f ms", ms(p.AfterEventP50)), fmt.Sprintf("%.1f ms", ms(p.AfterEventP99)), pct(p.Others)})
-	}
-	return rows
-}
-
-const (
-	churnTitle    = "serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes"
-	replicasTitle = "replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile"
-)
-
-func (r *report) churnRows() [][]string {
-	rows := [][]string{{"server", "imports", "QPS alone", "QPS while writing", "while writing / alone", "per CPU-second: while writing / alone", "write to answer p99, no queries", "write to answer p99, during dnsperf",
-		"watch event to answer p99, no queries", "watch event to answer p99, during dnsperf", "writes answered"}}
-	for _, p := range r.props {
-		if p.Idle.QPS == 0 {
-			continue
-		}
-		alone, aloneEvent := "-", "-"
-		for _, q := range r.props {
-			if q.Server == p.Server && q.Idle.QPS == 0 {
-				alone, aloneEvent = fmt.Sprintf("%.1f ms", ms(q.P99)), fmt.Sprintf("%.1f ms", ms(q.AfterEventP99))
+			if rest, ok := strings.CutPrefix(s.Server, "stock"); ok && o.Imports == s.Imports && o.Server == "ours"+rest {
+				out = append(out, [2]footprint{s, o})
 			}
 		}
-		div := func(a, b float64) string {
-			if b == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", a/b)
-		}
-		rows = append(rows, []string{p.Label, fmt.Sprint(p.Imports), fmt.Sprintf("%.0f", p.Idle.QPS), fmt.Sprintf("%.0f", p.Busy.QPS),
-			div(p.Busy.QPS, p.Idle.QPS), div(p.Busy.PerCPU(), p.Idle.PerCPU()), alone, fmt.Sprintf("%.1f ms", ms(p.P99)),
-			aloneEvent, fmt.Sprintf("%.1f ms", ms(p.AfterEventP99)),
-			fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites)})
 	}
-	return rows
+	return out
 }
 
-func (r *report) replicaRows() [][]string {
-	rows := [][]string{{"server", "replicas", "imports", "all ready in", "kube-apiserver CPU", "kube-apiserver VmRSS before", "peak", "growth"}}
-	for _, x := range r.replicas {
-		if x.Err != "" {
-			rows = append(rows, []string{x.Label, fmt.Sprint(x.Replicas), fmt.Sprint(x.Imports), "failed: " + strings.SplitN(x.Err, "\n", 2)[0], "-", mib(x.APIBefore), mib(x.APIPeak), "-"})
-			continue
+// ours/stock of a figure.
+func oursOver(h string, f func(footprint) float64) column[[2]footprint] {
+	return column[[2]footprint]{h, func(p [2]footprint) string { return div(f(p[1]), f(p[0])) }}
+}
+
+var ratioCols = []column[[2]footprint]{
+	{"imports", func(p [2]footprint) string { return fmt.Sprint(p[0].Imports) }},
+	oursOver("RssAnon ours/stock", func(f footprint) float64 { return float64(f.Settled.Anon) }),
+	oursOver("Go heap in use ours/stock", func(f footprint) float64 { return float64(f.Settled.Heap.HeapInuse) }),
+	oursOver("Go live heap ours/stock", func(f footprint) float64 { return float64(f.Settled.Live.Alloc) }),
+	oursOver("time to ready ours/stock", func(f footprint) float64 { return f.ReadyIn.Seconds() }),
+	oursOver("RssAnon after dnsperf ours/stock", func(f footprint) float64 { return float64(f.Loaded.Anon) }),
+	oursOver("Go live heap after dnsperf ours/stock", func(f footprint) float64 { return float64(f.Loaded.Live.Alloc) }),
+}
+
+// pr is a column of a propagation's latencies of a kind: quantile q.
+func pr(h, kind string, q float64) column[propagation] {
+	return column[propagation]{h, func(p propagation) string { return msec(p.Lat[kind].q(q)) }}
+}
+
+var propCols = []column[propagation]{
+	{"server", func(p propagation) string { return p.Label }},
+	{"imports", func(p propagation) string { return fmt.Sprint(p.Imports) }},
+	{"writes (ServiceImport + EndpointSlice)", func(p propagation) string { return fmt.Sprintf("%d + %d", p.Writes, p.ESWrites) }},
+	{"rate", func(p propagation) string { return fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved) }},
+	{"seen", func(p propagation) string { return fmt.Sprint(p.Seen) }},
+	pr("p50", "answer", 0.5), pr("p90", "answer", 0.9), pr("p99", "answer", 0.99), pr("max", "answer", 1),
+	pr("API ack p50", "ack", 0.5), pr("API ack p99", "ack", 0.99),
+	pr("ack to answer p50", "after ack", 0.5), pr("ack to answer p99", "after ack", 0.99),
+	pr("to the bench's watch p50", "event", 0.5), pr("to the bench's watch p99", "event", 0.99),
+	pr("watch event to answer p50", "after event", 0.5), pr("watch event to answer p99", "after event", 0.99),
+	{"others' CPU", func(p propagation) string { return pct(p.Others) }},
+}
+
+// churnCols compare a propagation run during dnsperf with the same
+// server's run alone.
+func (r *report) churnCols() []column[propagation] {
+	alone := func(kind string) func(propagation) string {
+		return func(p propagation) string {
+			i := slices.IndexFunc(r.props, func(q propagation) bool { return q.Server == p.Server && q.Idle.QPS == 0 })
+			return cond(i < 0, "-", msec(r.props[max(i, 0)].Lat[kind].q(0.99)))
 		}
-		rows = append(rows, []string{x.Label, fmt.Sprint(x.Replicas), fmt.Sprint(x.Imports), fmt.Sprintf("%.1f s", x.AllReady.Seconds()),
-			fmt.Sprintf("%.1f CPU-s", x.APICPU), mib(x.APIBefore), mib(x.APIPeak), mib(x.APIPeak - x.APIBefore)})
 	}
-	return rows
+	return []column[propagation]{
+		propCols[0], propCols[1],
+		{"QPS alone", func(p propagation) string { return fmt.Sprintf("%.0f", p.Idle.QPS) }},
+		{"QPS while writing", func(p propagation) string { return fmt.Sprintf("%.0f", p.Busy.QPS) }},
+		{"while writing / alone", func(p propagation) string { return div(p.Busy.QPS, p.Idle.QPS) }},
+		{"per CPU-second: while writing / alone", func(p propagation) string { return div(p.Busy.PerCPU(), p.Idle.PerCPU()) }},
+		{"write to answer p99, no queries", alone("answer")}, pr("write to answer p99, during dnsperf", "answer", 0.99),
+		{"watch event to answer p99, no queries", alone("after event")}, pr("watch event to answer p99, during dnsperf", "after event", 0.99),
+		{"writes answered", func(p propagation) string { return fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites) }},
+	}
+}
+
+var replicaCols = []column[replicaStart]{
+	{"server", func(x replicaStart) string { return x.Label }},
+	{"replicas", func(x replicaStart) string { return fmt.Sprint(x.Replicas) }},
+	{"imports", func(x replicaStart) string { return fmt.Sprint(x.Imports) }},
+	{"all ready in", func(x replicaStart) string {
+		return cond(x.Err != "", "failed: "+strings.SplitN(x.Err, "\n", 2)[0], fmt.Sprintf("%.1f s", x.AllReady.Seconds()))
+	}},
+	{"kube-apiserver CPU", func(x replicaStart) string { return cond(x.Err != "", "-", fmt.Sprintf("%.1f CPU-s", x.APICPU)) }},
+	{"kube-apiserver VmRSS before", func(x replicaStart) string { return mib(x.APIBefore) }},
+	{"peak", func(x replicaStart) string { return mib(x.APIPeak) }},
+	{"growth", func(x replicaStart) string { return cond(x.Err != "", "-", mib(x.APIPeak-x.APIBefore)) }},
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -18,37 +20,29 @@ import (
 // the e2e harness.
 type server struct {
 	*harness.CoreDNS
-	Name    string // floor, stock, ours
-	Label   string // for tables
-	LogPath string
-	// AtReady is its memory right after ready.
-	AtReady mem
+	Name, Label string // Name: floor, stock, ours and a suffix; Label for tables
+	AtReady     mem    // its memory right after ready
 }
 
-// readyWithin bounds how long a server may take from exec to ready. With
-// -scale at 100,000 imports each server lists them all from the API server
-// before it says ready, on one CPU.
-const readyWithin = 600 * time.Second
+type mem = harness.Mem
 
 // withPprof adds the pprof plugin to every server, for -pprof.
 var withPprof bool
 
-// startServer runs bin as `taskset -c cpu bin -conf Corefile` with
-// GOMAXPROCS=1, serving clusterset.local on a free port of 127.0.0.1 with
-// `errors`, `ready` and the given plugin block, with metrics `prometheus`
-// and `pprof` (pprof alone with -pprof), and waits (bounded by readyWithin)
-// until it answers and the ready plugin says ready. The QPS servers run
-// without prometheus, which counts every query. The Corefile and CoreDNS's
-// output are kept in dir.
+// startServer runs bin pinned to cpu with GOMAXPROCS=1, serving the zone
+// with the given plugin block, with metrics `prometheus` and `pprof` (pprof
+// alone with -pprof: the QPS servers run without prometheus, which counts
+// every query), and waits until it is ready: at 100,000 imports, up to
+// minutes on one CPU. Its Corefile and output are kept in dir.
 func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*server, error) {
-	s := &server{Name: name, Label: label, LogPath: filepath.Join(dir, name+".log")}
-	logFile, err := os.Create(s.LogPath)
+	s := &server{Name: name, Label: label}
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
 	s.CoreDNS, err = harness.StartCoreDNS(bin, harness.CoreDNSOptions{
-		Plugins: plugin, NoLog: true, Metrics: metrics, Pprof: withPprof || metrics, ReadyWithin: readyWithin,
+		Plugins: plugin, NoLog: true, Metrics: metrics, Pprof: withPprof || metrics, ReadyWithin: 600 * time.Second,
 		Wrap: []string{"taskset", "-c", cpu}, Env: []string{"GOMAXPROCS=1"}, Output: logFile,
 	})
 	if err != nil {
@@ -62,106 +56,129 @@ func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*serv
 	return s, nil
 }
 
-// profile saves a CPU profile of the next d to path (pprof plugin).
-func (s *server) profile(d time.Duration, path string) error {
-	cl := &http.Client{Timeout: d + 30*time.Second}
-	url := fmt.Sprintf("%s/profile?seconds=%d", s.PprofURL, int(d.Seconds()))
-	resp, err := cl.Get(url)
+// pprof fetches path from the server's pprof plugin, waiting at most d.
+func (s *server) pprof(path string, d time.Duration) ([]byte, error) {
+	resp, err := (&http.Client{Timeout: d}).Get(s.PprofURL + path)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s: pprof: %w", s.Name, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
 	data, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s%s: %s", s.PprofURL, path, resp.Status)
+	}
+	return data, err
+}
+
+// profile saves a CPU profile of the next d to path.
+func (s *server) profile(d time.Duration, path string) error {
+	data, err := s.pprof(fmt.Sprintf("/profile?seconds=%d", int(d.Seconds())), d+30*time.Second)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
 }
 
-// goMem is the Go runtime's memory as the prometheus plugin exports it
-// (runtime.MemStats), in bytes: HeapInuse (spans of the heap in use: live
-// objects and garbage not yet swept), HeapSys (heap memory obtained from the
-// OS, some of it maybe returned) and Alloc (bytes of allocated heap objects).
-// Unlike VmRSS they do not depend on the page cache. Goroutines and FDs are
-// go_goroutines and process_open_fds.
-type goMem struct{ HeapInuse, HeapSys, Alloc, Live, Goroutines, FDs int64 }
-
-// LiveHeap has the server collect its garbage and returns its allocated heap
-// afterwards: the bytes its live objects take, whatever garbage the last
-// start-up left.
-func (s *server) LiveHeap() (int64, error) {
-	if err := s.collectGarbage(); err != nil {
-		return 0, err
-	}
-	m, err := s.GoMemory()
-	return m.Alloc, err
+// collectGarbage has the server run runtime.GC: its heap profile with gc=1.
+func (s *server) collectGarbage() error {
+	_, err := s.pprof("/heap?gc=1", 60*time.Second)
+	return err
 }
 
-// collectGarbage has the server run runtime.GC, through the pprof plugin's
-// heap profile with gc=1.
-func (s *server) collectGarbage() error {
-	if s.PprofURL == "" {
-		return fmt.Errorf("%s has no pprof endpoint", s.Name)
+// goMem is the Go runtime's memory as the prometheus plugin exports it, in
+// bytes (heap in use, obtained from the OS, allocated), and its goroutines
+// and open descriptors.
+type goMem struct{ HeapInuse, HeapSys, Alloc, Goroutines, FDs int64 }
+
+// reading is a server's memory from /proc, its Go heap, and its Go heap
+// again after a forced GC: Live.Alloc is what its live objects take.
+type reading struct {
+	mem
+	Heap, Live goMem
+}
+
+func (s *server) Memory() (mem, error) { return harness.ProcMemory(s.PID()) }
+
+// read reads the server's memory and Go heap, collects its garbage, and
+// reads the Go heap again.
+func (s *server) read() (r reading, err error) {
+	var errs [4]error
+	r.mem, errs[0] = s.Memory()
+	r.Heap, errs[1] = s.GoMemory()
+	errs[2] = s.collectGarbage()
+	r.Live, errs[3] = s.GoMemory()
+	if err = errors.Join(errs[:]...); err != nil {
+		err = fmt.Errorf("%s: %w", s.Name, err)
 	}
-	cl := &http.Client{Timeout: 60 * time.Second}
-	url := s.PprofURL + "/heap?gc=1"
-	resp, err := cl.Get(url)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
+	return r, err
 }
 
 // GoMemory scrapes the server's prometheus endpoint for its Go heap.
-func (s *server) GoMemory() (goMem, error) {
-	var m goMem
+func (s *server) GoMemory() (m goMem, err error) {
 	if s.MetricsURL == "" {
 		return m, fmt.Errorf("%s has no prometheus endpoint", s.Name)
 	}
 	metrics, err := harness.Scrape(s.MetricsURL)
-	if err != nil {
-		return m, err
-	}
-	for name, p := range map[string]*int64{
-		"go_memstats_heap_inuse_bytes": &m.HeapInuse,
-		"go_memstats_heap_sys_bytes":   &m.HeapSys,
-		"go_memstats_alloc_bytes":      &m.Alloc,
-		"go_goroutines":                &m.Goroutines,
-		"process_open_fds":             &m.FDs,
-	} {
-		v, err := metrics.Value(name)
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", s.MetricsURL, err)
+	for name, p := range map[string]*int64{"go_memstats_heap_inuse_bytes": &m.HeapInuse, "go_memstats_heap_sys_bytes": &m.HeapSys,
+		"go_memstats_alloc_bytes": &m.Alloc, "go_goroutines": &m.Goroutines, "process_open_fds": &m.FDs} {
+		var v float64
+		if err == nil {
+			v, err = metrics.Value(name)
 		}
 		*p = int64(v)
 	}
-	return m, nil
+	return m, err
 }
 
-// CPUSeconds is the process's user plus system time.
-func (s *server) CPUSeconds() (float64, error) { return harness.CPUSeconds(s.PID()) }
-
-// pinChildren sets the CPU affinity of every thread of this process's child
-// processes named in names (etcd, kube-apiserver) and of this process itself.
-func pinChildren(cpus string, names ...string) error {
-	pids, err := harness.ChildrenNamed(names...)
-	if err != nil {
-		return err
+// pinPlanes sets the CPU affinity of every thread of the control planes
+// (this process's children etcd and kube-apiserver) and of this process to
+// cpus, "": every online CPU.
+func pinPlanes(cpus string) error {
+	if online, _ := os.ReadFile("/sys/devices/system/cpu/online"); cpus == "" {
+		cpus = cmp.Or(strings.TrimSpace(string(online)), "0-1")
 	}
-	pids = append(pids, os.Getpid())
-	var errs []error
-	for _, pid := range pids {
-		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, err, out))
+	pids, err := harness.ChildrenNamed("etcd", "kube-apiserver")
+	for _, pid := range append(pids, os.Getpid()) {
+		if out, terr := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, terr, out))
 		}
 	}
-	return errors.Join(errs...)
+	return err
+}
+
+// othersMeter measures how busy all CPUs were, over a span, with anything
+// but this program, its control planes and the server measured (pids).
+type othersMeter struct {
+	cpu  harness.CPUTime
+	own  float64 // CPU seconds of pids
+	pids []int
+}
+
+// newOthersMeter starts a span; pids are servers already running.
+func newOthersMeter(pids ...int) *othersMeter {
+	planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
+	m := &othersMeter{pids: append(append([]int{os.Getpid()}, planes...), pids...)}
+	m.cpu, _ = harness.ReadCPUTime("")
+	m.own = secondsOf(m.pids)
+	return m
+}
+
+// share ends the span: the others' share of all CPUs' time, or -1 if
+// unknown. started are servers started within the span (counted whole).
+func (m *othersMeter) share(started ...int) float64 {
+	c, err := harness.ReadCPUTime("")
+	if err != nil || m.cpu.Total == 0 || c.Total == m.cpu.Total {
+		return -1
+	}
+	own := secondsOf(m.pids) - m.own + secondsOf(started)
+	return max(0, (c.Busy-m.cpu.Busy-own)/(c.Total-m.cpu.Total))
+}
+
+func secondsOf(pids []int) float64 {
+	var sum float64
+	for _, pid := range pids {
+		t, _ := harness.CPUSeconds(pid)
+		sum += t
+	}
+	return sum
 }

@@ -5,19 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/color"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,15 +20,9 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/cache"
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
-
-// The long churn (-soak): one replica of ours on a control plane of its own,
-// while writers create, change and delete the ServiceImports and
-// EndpointSlices of a bounded working set. After every -soak-every writes
-// the writers pause, the server collects its garbage and its memory,
-// goroutines and descriptors are read; at the end every service's A answer
-// is compared with what the API server holds.
 
 // soakSample is the server after a forced GC, once Updates writes were made.
 type soakSample struct {
@@ -51,14 +38,27 @@ type soakSample struct {
 // go_goroutines and process_open_fds.
 var soakFigures = []string{"VmRSS (MiB)", "RssAnon (MiB)", "Go heap in use (MiB)", "Go live heap (MiB)", "goroutines", "open fds"}
 
-var soakColors = []color.Color{color.RGBA{0x1b, 0x9e, 0x77, 0xff}, color.RGBA{0xd9, 0x5f, 0x02, 0xff}, color.RGBA{0x75, 0x70, 0xb3, 0xff},
-	color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xa6, 0x76, 0x1d, 0xff}}
-
 // soakTolerance is how far a figure at the end may be from its value after
 // the first -soak-every writes.
 const soakTolerance = 0.05
 
-func runSoak(ctx context.Context, c config) error {
+// soakRun is what the long churn measured: its samples, the writes that
+// failed, and the answers checked at its end, those that differed and how
+// long the check polled.
+type soakRun struct {
+	cfg             config
+	samples         []soakSample
+	failed, checked int
+	bad             []string
+	took            time.Duration
+}
+
+// runSoak is the long churn: one replica of ours on a control plane of its
+// own, while writers create, change and delete the ServiceImports and
+// EndpointSlices of a bounded working set; after every -soak-every writes
+// they pause and the server is sampled; at the end every service's A answer
+// is compared with what the API server holds.
+func runSoak(ctx context.Context, c config, rep *report) error {
 	c.soakServices = max(20, c.soakServices/10*10)
 	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
 	cls, stop, err := startPlanes(ctx, c.repo, fixture{namespaces: 10}, plane{"soak", v1alpha2, "v1alpha2", true})
@@ -66,7 +66,7 @@ func runSoak(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	cl, env := cls[0], cls[0].env
+	cl := cls[0]
 	if err := cl.createNamespaces(ctx); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func runSoak(ctx context.Context, c config) error {
 		return err
 	}
 	logf("soak: %d ServiceImports and %d EndpointSlices created in %.1fs", c.soakServices, 2*c.soakServices, time.Since(t0).Seconds())
-	id, err := env.PluginIdentity(ctx)
+	id, err := cl.env.PluginIdentity(ctx)
 	if err != nil {
 		return err
 	}
@@ -101,49 +101,39 @@ func runSoak(ctx context.Context, c config) error {
 		return err
 	}
 	defer s.Stop()
-	samples, err := soakSamples(c, s, func(n int) error { return all((*soakWriter).run, n) })
-	if err != nil {
+	run := &soakRun{cfg: c}
+	if run.samples, err = soakSamples(c, s, func(n int) error { return all((*soakWriter).run, n) }); err != nil {
 		return err
 	}
-	checked, bad, took, err := checkSoak(ctx, cl, s, c.soakServices)
-	if err != nil {
+	if err := run.check(ctx, cl, s); err != nil {
 		return err
 	}
-	failed := 0
 	for _, w := range ws {
-		failed += w.failed
+		run.failed += w.failed
 	}
-	if err := soakReport(c, samples, checked, bad, took, failed); err != nil {
+	rep.soak = run
+	if err := rep.write(); err != nil || len(run.bad) == 0 {
 		return err
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("soak: %d of %d answers differ from what the API server holds", len(bad), checked)
-	}
-	return nil
+	return fmt.Errorf("soak: %d of %d answers differ from what the API server holds", len(run.bad), run.checked)
 }
 
 // soakSamples samples s, then has write make -soak-every writes and samples
 // again, until -soak writes were made. Each sample is taken -settle after
-// the writes stopped, after a garbage collection: through the pprof plugin's
-// /debug/pprof/heap?gc=1, which runs runtime.GC.
+// the writes stopped, after a garbage collection.
 func soakSamples(c config, s *server, write func(n int) error) ([]soakSample, error) {
 	var samples []soakSample
 	start := time.Now()
 	for done, step, writing := 0, 0, time.Duration(0); ; {
 		time.Sleep(c.settle)
-		sm := soakSample{Updates: done, Elapsed: time.Since(start), Rate: float64(step) / max(writing.Seconds(), 1e-9)}
 		err := s.collectGarbage()
-		g, gerr := s.GoMemory()
-		m, merr := s.Memory()
-		if err := errors.Join(err, gerr, merr); err != nil {
+		r, rerr := s.read()
+		if err := errors.Join(err, rerr); err != nil {
 			return samples, err
 		}
-		sm.Values = [6]float64{float64(m.RSS) / 1024, float64(m.Anon) / 1024, mibOf(g.HeapInuse), mibOf(g.Alloc), float64(g.Goroutines), float64(g.FDs)}
-		samples = append(samples, sm)
-		if len(samples) == 1 {
-			fmt.Println(soakHeader())
-		}
-		fmt.Println(sm.row())
+		samples = append(samples, soakSample{Updates: done, Elapsed: time.Since(start), Rate: float64(step) / max(writing.Seconds(), 1e-9),
+			Values: [6]float64{float64(r.RSS) / 1024, float64(r.Anon) / 1024, mibOf(r.Heap.HeapInuse), mibOf(r.Live.Alloc), float64(r.Live.Goroutines), float64(r.Live.FDs)}})
+		logf("soak: %s", line(samples[len(samples)-1], soakCols()))
 		if done >= c.soak {
 			return samples, nil
 		}
@@ -156,16 +146,36 @@ func soakSamples(c config, s *server, write func(n int) error) ([]soakSample, er
 	}
 }
 
-func soakHeader() string {
-	return "| writes | elapsed | writes/s | " + strings.Join(soakFigures, " | ") + " |\n|---|---|---|---|---|---|---|---|---|"
+// soakCols are a sample's columns.
+func soakCols() []column[soakSample] {
+	cols := []column[soakSample]{{"writes", func(s soakSample) string { return fmt.Sprint(s.Updates) }},
+		{"elapsed", func(s soakSample) string { return fmt.Sprintf("%.0fs", s.Elapsed.Seconds()) }},
+		{"writes/s", func(s soakSample) string { return fmt.Sprintf("%.0f", s.Rate) }}}
+	for k, name := range soakFigures {
+		cols = append(cols, column[soakSample]{name, func(s soakSample) string { return fmt.Sprintf("%.1f", s.Values[k]) }})
+	}
+	return cols
 }
 
-func (s soakSample) row() string {
-	r := fmt.Sprintf("| %d | %.0fs | %.0f |", s.Updates, s.Elapsed.Seconds(), s.Rate)
-	for _, v := range s.Values {
-		r += fmt.Sprintf(" %.1f |", v)
+// tables are the samples, the verdicts and the answers at the end.
+func (r *soakRun) tables() []table {
+	c, first, last := r.cfg, r.samples[min(1, len(r.samples)-1)], r.samples[len(r.samples)-1]
+	samples := tableOf("", r.samples, soakCols())
+	samples.intro = fmt.Sprintf("long churn: %d writes by %d writers over %d ServiceImports and %d EndpointSlices in 10 namespaces, seed %d; one replica of ours (GOMAXPROCS=1, CPU %s). Each sample %v after the writes paused, after a forced GC; %d writes failed and were not counted",
+		c.soak, c.soakWriters, c.soakServices, 2*c.soakServices, c.seed, c.serverCPU, c.settle, r.failed)
+	change := soakVerdicts(first, last)
+	verdicts := tableOf(fmt.Sprintf("at the end against after %d writes (within %.0f%%: PASS)", first.Updates, soakTolerance*100), []int{0, 1, 2, 3, 4, 5}, []column[int]{
+		{"figure", func(k int) string { return soakFigures[k] }},
+		{fmt.Sprintf("after %d", first.Updates), func(k int) string { return fmt.Sprintf("%.1f", first.Values[k]) }},
+		{"at the end", func(k int) string { return fmt.Sprintf("%.1f", last.Values[k]) }},
+		{"change", func(k int) string { return fmt.Sprintf("%+.1f%%", 100*change[k]) }},
+		{"verdict", func(k int) string { return cond(math.Abs(change[k]) <= soakTolerance, "PASS", "FAIL") }}})
+	verdicts.notes = append([]string{fmt.Sprintf("answers at the end: %d names asked, %d differ from what the API server holds (%.1fs of polling)",
+		r.checked, len(r.bad), r.took.Seconds())}, r.bad[:min(5, len(r.bad))]...)
+	if len(r.samples) < 2 {
+		samples.notes, verdicts = verdicts.notes, table{}
 	}
-	return r
+	return slices.DeleteFunc([]table{samples, verdicts}, func(t table) bool { return t.head == nil })
 }
 
 // soakWriter writes its own share of the working set, so that it knows
@@ -204,17 +214,12 @@ func (w *soakWriter) load(ctx context.Context, _ int) error {
 func (w *soakWriter) run(ctx context.Context, n int) error {
 	for n > 0 {
 		slice := w.rng.IntN(10) >= 3
-		ids := w.imports
-		if slice {
-			ids = w.slices
-		}
+		ids := cond(slice, w.slices, w.imports)
 		ok, err := w.write(ctx, slice, ids[w.rng.IntN(len(ids))])
 		if err != nil {
 			return err
 		}
-		if ok {
-			n--
-		}
+		n -= cond(ok, 1, 0)
 	}
 	return nil
 }
@@ -224,10 +229,7 @@ func (w *soakWriter) run(ctx context.Context, n int) error {
 // counted (ok false), and the object is deleted, so that the writer knows
 // again what it holds.
 func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err error) {
-	f := w.writeImport
-	if slice {
-		f = w.writeSlice
-	}
+	f := cond(slice, w.writeSlice, w.writeImport)
 	if err = retryTransient(ctx, func(ctx context.Context) error { return f(ctx, i) }); err == nil || ctx.Err() != nil {
 		return err == nil, err
 	}
@@ -243,10 +245,7 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 		if slice {
 			err = w.cl.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, fmt.Sprintf("es-%05d", i), metav1.DeleteOptions{})
 		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
+		return cond(apierrors.IsNotFound(err), nil, err)
 	})
 }
 
@@ -258,11 +257,8 @@ func (w *soakWriter) writeImport(ctx context.Context, i int) error {
 	headless, exists := w.headless[i]
 	if !exists {
 		headless = w.rng.IntN(3) == 0
-		typ, ips := "ClusterSetIP", []string{w.addr(96)}
-		if headless {
-			typ, ips = "Headless", nil
-		}
-		u := w.cl.version.serviceImport(ns, name, typ, ips, 1+w.rng.IntN(3))
+		ips := []string{w.addr(96)}
+		u := w.cl.version.serviceImport(ns, name, cond(headless, "Headless", "ClusterSetIP"), cond(headless, nil, ips), 1+w.rng.IntN(3))
 		u.Object["ports"] = importPorts(w.ports()) // ours reads v1alpha2: ports at the root
 		_, err := res.Create(ctx, u, metav1.CreateOptions{})
 		if err == nil {
@@ -405,142 +401,70 @@ func expectedA(imports []*cache.Import, ess []discoveryv1.EndpointSlice) map[str
 		if !im.Headless {
 			addrs = nil
 			for _, ip := range im.IPs {
-				if ip.Is4() {
-					addrs = append(addrs, ip.String())
-				}
+				addrs = append(addrs, cond(ip.Is4(), []string{ip.String()}, nil)...)
 			}
 		}
 		if addrs = slices.Compact(slices.Sorted(slices.Values(addrs))); len(addrs) > 0 {
-			want[im.Name+"."+im.Namespace+".svc."+zone+"."] = addrs
+			want[fqdn(im.Name, im.Namespace)] = addrs
 		}
 	}
 	return want
 }
 
-// answerMismatch says how the A answer r differs from want (none:
-// NXDOMAIN); "" when it does not.
-func answerMismatch(r *dns.Msg, want []string) string {
-	var got []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
-		}
+// answerMismatch says how the A answer r to name differs from want (none:
+// NXDOMAIN), by the contract's comparison of rcode and answer section; ""
+// when it does not.
+func answerMismatch(r *dns.Msg, name string, want []string) string {
+	w := cond(len(want) == 0, contract.NXDOMAIN(), contract.Want{})
+	for _, ip := range want {
+		w.Answer = append(w.Answer, contract.A(name, ip))
 	}
-	slices.Sort(got)
-	rcode := dns.RcodeToString[r.Rcode]
-	switch {
-	case len(want) == 0 && r.Rcode != dns.RcodeNameError:
-		return fmt.Sprintf("%s %v, want NXDOMAIN", rcode, got)
-	case len(want) > 0 && (r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want)):
-		return fmt.Sprintf("%s %v, want %v", rcode, got, want)
+	if err := w.CheckAnswer(r); err != nil {
+		return err.Error()
 	}
 	return ""
 }
 
-// checkSoak lists what the API server holds and asks s the A of every
+// check lists what the API server holds and asks s the A of every
 // service's name, again every second until every answer is the expected
-// one or two minutes have passed: the names asked, the last pass's
-// mismatches and how long it took.
-func checkSoak(ctx context.Context, cl *cluster, s *server, services int) (int, []string, time.Duration, error) {
+// one or two minutes have passed, and keeps the last pass's mismatches.
+func (r *soakRun) check(ctx context.Context, cl *cluster, s *server) error {
 	list, err := cl.dyn.Resource(cl.version.gvr()).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, nil, 0, err
+	ess, eerr := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
+	if err = errors.Join(err, eerr); err != nil {
+		return err
 	}
 	imports := make([]*cache.Import, len(list.Items))
 	for k := range list.Items {
 		if imports[k], err = cache.ReadImport(&list.Items[k]); err != nil {
-			return 0, nil, 0, err
+			return err
 		}
 	}
-	ess, err := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
-	if err != nil {
-		return 0, nil, 0, err
-	}
 	want := expectedA(imports, ess.Items)
-	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer",
-		len(imports), len(ess.Items), len(want), services)
+	r.checked = r.cfg.soakServices
+	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer", len(imports), len(ess.Items), len(want), r.checked)
 	for start := time.Now(); ; time.Sleep(time.Second) {
-		bad := make([]string, services)
-		err := parallel(ctx, 8, services, func(ctx context.Context, i int) error {
+		r.bad = make([]string, r.checked)
+		err := parallel(ctx, 8, r.checked, func(ctx context.Context, i int) error {
 			name := cl.fx.name(i)
-			r, err := harness.Exchange(s.Addr(), name, dns.TypeA)
-			if err != nil {
-				bad[i] = name + ": " + err.Error()
-			} else if d := answerMismatch(r, want[name]); d != "" {
-				bad[i] = name + ": " + d
+			if m, err := harness.Exchange(s.Addr(), name, dns.TypeA); err != nil {
+				r.bad[i] = name + ": " + err.Error()
+			} else if d := answerMismatch(m, name, want[name]); d != "" {
+				r.bad[i] = name + ": " + d
 			}
 			return nil
 		})
-		bad = slices.DeleteFunc(bad, func(b string) bool { return b == "" })
-		if err != nil || len(bad) == 0 || time.Since(start) > 2*time.Minute {
-			return services, bad, time.Since(start), err
+		r.bad, r.took = slices.DeleteFunc(r.bad, func(b string) bool { return b == "" }), time.Since(start)
+		if err != nil || len(r.bad) == 0 || r.took > 2*time.Minute {
+			return err
 		}
 	}
-}
-
-// soakReport prints the verdicts and the answers checked, writes the chart
-// and writes all with the samples' table into the Markdown.
-func soakReport(c config, samples []soakSample, checked int, bad []string, took time.Duration, failed int) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Long churn: %d writes by %d writers over %d ServiceImports and %d EndpointSlices in 10 namespaces, seed %d; one replica of ours (GOMAXPROCS=1, CPU %s). Each sample %v after the writes paused, after a forced GC; %d writes failed and were not counted.\n\n%s\n",
-		c.soak, c.soakWriters, c.soakServices, 2*c.soakServices, c.seed, c.serverCPU, c.settle, failed, soakHeader())
-	for _, s := range samples {
-		b.WriteString(s.row() + "\n")
-	}
-	text := ""
-	if len(samples) > 1 {
-		first := samples[1]
-		text += fmt.Sprintf("\nAt the end against after %d writes (within %.0f%%: PASS):\n\n| figure | after %d | at the end | change | verdict |\n|---|---|---|---|---|\n",
-			first.Updates, soakTolerance*100, first.Updates)
-		for k, v := range soakVerdicts(first, samples[len(samples)-1]) {
-			text += fmt.Sprintf("| %s | %.1f | %.1f | %+.1f%% | %s |\n", soakFigures[k], first.Values[k], samples[len(samples)-1].Values[k], 100*v, map[bool]string{true: "PASS", false: "FAIL"}[math.Abs(v) <= soakTolerance])
-		}
-	}
-	text += fmt.Sprintf("\nAnswers at the end: %d names asked, %d differ from what the API server holds (%.1fs of polling).\n", checked, len(bad), took.Seconds())
-	for _, m := range bad[:min(5, len(bad))] {
-		text += "- " + m + "\n"
-	}
-	fmt.Print(text)
-	p, err := soakChart(samples)
-	if err == nil {
-		err = saveChart(p, c.charts, "soak.svg", 16*vg.Centimeter)
-	}
-	if err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(filepath.Dir(c.markdown), filepath.Join(c.charts, "soak.svg"))
-	if err != nil {
-		return err
-	}
-	logf("results written to %s, the chart to %s", c.markdown, filepath.Join(c.charts, "soak.svg"))
-	return os.WriteFile(c.markdown, []byte(b.String()+text+"\n![soak]("+filepath.ToSlash(rel)+")\n"), 0o644)
 }
 
 // soakVerdicts are each figure's relative change from first to last.
-func soakVerdicts(first, last soakSample) []float64 {
-	var vs []float64
+func soakVerdicts(first, last soakSample) (vs []float64) {
 	for k := range first.Values {
 		vs = append(vs, last.Values[k]/first.Values[k]-1)
 	}
 	return vs
-}
-
-// soakChart is every figure against the writes, as a percentage of its
-// value after the first -soak-every writes, between grey lines at ±5%.
-func soakChart(samples []soakSample) (*plot.Plot, error) {
-	ref, last := samples[min(1, len(samples)-1)], float64(samples[len(samples)-1].Updates)/1000
-	grey := color.Gray{Y: 0xaa}
-	lines := []series{{"", grey, plotter.XYs{{X: 0, Y: 95}, {X: last, Y: 95}}}, {"", grey, plotter.XYs{{X: 0, Y: 105}, {X: last, Y: 105}}}}
-	for k, name := range soakFigures {
-		var pts plotter.XYs
-		for _, s := range samples {
-			pts = append(pts, plotter.XY{X: float64(s.Updates) / 1000, Y: 100 * s.Values[k] / ref.Values[k]})
-		}
-		lines = append(lines, series{name, soakColors[k], pts})
-	}
-	p, err := lineChart("One replica during the long churn, after a GC (grey: ±5%)", "writes (thousands)", fmt.Sprintf("%% of its value at %d writes", ref.Updates), lines)
-	if err == nil {
-		p.Y.Max = 2 * max(p.Y.Max, 110) // room for the legend above the lines
-	}
-	return p, err
 }

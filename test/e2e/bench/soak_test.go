@@ -91,7 +91,7 @@ func TestAnswerMismatch(t *testing.T) {
 		{msg(dns.RcodeNameError), []string{"10.0.0.1"}, false},
 		{msg(dns.RcodeServerFailure, "10.0.0.1"), []string{"10.0.0.1"}, false},
 	} {
-		if d := answerMismatch(c.r, c.want); (d == "") != c.ok {
+		if d := answerMismatch(c.r, "x.clusterset.local.", c.want); (d == "") != c.ok {
 			t.Errorf("answerMismatch(%v, %v) = %q, want ok %v", c.r.Answer, c.want, d, c.ok)
 		}
 	}
