@@ -116,7 +116,7 @@ func localCorefile(t *testing.T, snippet, upstream string, port int) string {
 	}
 	s = regexp.MustCompile(`(?m)^(\S+):(53|5353) \{$`).ReplaceAllString(s, "${1}:"+strconv.Itoa(port)+" {"+bind)
 	if m := regexp.MustCompile(`prometheus (\S*):(\d+)`).FindString(s); m != "" {
-		p, err := harness.FreeTCPPort()
+		p, err := harness.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -106,7 +106,7 @@ func TestOverTLS(t *testing.T) {
 	t.Parallel()
 	kdig := needTool(t, "kdig", "knot-dnsutils")
 	cert, key := selfSigned(t, t.TempDir())
-	tlsPort, err := harness.FreeTCPPort()
+	tlsPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 func TestTTL(t *testing.T) {
 	const ttl = 30
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig+" "+plugin.Context, "ttl 30"),
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig+" "+plugin.Name, "ttl 30"),
 	})
 	waitForTestdata(t, c)
 	for _, q := range [][2]string{

@@ -185,7 +185,7 @@ func proxiedKubeconfig(t *testing.T) (*cutter, string) {
 func TestStartWithoutAPIServer(t *testing.T) {
 	proxy, kcPath := proxiedKubeconfig(t)
 	proxy.cut()
-	readyPort, err := harness.FreeTCPPort()
+	readyPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestTooFewPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readyPort, err := harness.FreeTCPPort()
+	readyPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package harness
 import (
 	"bytes"
 	"cmp"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -134,10 +133,8 @@ type CoreDNS struct {
 	Started time.Time
 	ReadyIn time.Duration
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // Wait's result, once done is closed
+	proc *process
+	out  *buffer
 	dir  string
 }
 
@@ -172,7 +169,7 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		return nil, err
 	}
 	host := cmp.Or(opts.Host, "127.0.0.1")
-	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
+	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &buffer{}, dir: dir}
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
 		c.ReadyURL = opts.ReadyURL
@@ -184,30 +181,23 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		return nil, err
 	}
 	argv := append(slices.Clone(opts.Wrap), bin, "-conf", conf)
-	c.cmd = exec.Command(argv[0], argv[1:]...)
-	c.cmd.Dir = dir
-	c.cmd.Env = append(os.Environ(), opts.Env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), opts.Env...)
 	var w io.Writer = c.out
 	if opts.Output != nil {
 		w = io.MultiWriter(c.out, opts.Output)
 	}
-	c.cmd.Stdout, c.cmd.Stderr = w, w
-	// Its own process group, so a terminal's Ctrl-C reaches only our
-	// process, which then stops CoreDNS; and killed should we die first.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c.Started = time.Now()
-	start := c.cmd.Start
+	cmd.Stdout, cmd.Stderr = w, w
+	var netns func(func() error) error
 	if opts.Netns != "" {
-		start = func() error { return InNetns(opts.Netns, c.cmd.Start) }
+		netns = func(f func() error) error { return InNetns(opts.Netns, f) }
 	}
-	if err := start(); err != nil {
+	c.Started = time.Now()
+	if c.proc, err = startProcess(cmd, netns); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
 	if err := c.waitServing(cmp.Or(opts.ReadyWithin, 30*time.Second)); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
@@ -251,7 +241,7 @@ func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
 		if !p.on {
 			continue
 		}
-		port, err := FreeTCPPort()
+		port, err := FreePort()
 		if err != nil {
 			return "", err
 		}
@@ -296,8 +286,8 @@ func hasPlugin(bin, name string) bool {
 
 func (c *CoreDNS) exited() error {
 	select {
-	case <-c.done:
-		return fmt.Errorf("CoreDNS exited: %v", c.err)
+	case <-c.proc.done:
+		return fmt.Errorf("CoreDNS exited: %v", c.proc.err)
 	default:
 		return nil
 	}
@@ -333,7 +323,9 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 // read as a measurement.
 func (c *CoreDNS) waitReady(within time.Duration) error {
 	cl := &http.Client{Timeout: time.Second}
-	return pollEvery(within, 10*time.Millisecond, func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return poll(ctx, 10*time.Millisecond, func() error {
 		if err := c.exited(); err != nil {
 			return Permanent(err)
 		}
@@ -351,7 +343,7 @@ func (c *CoreDNS) waitReady(within time.Duration) error {
 }
 
 // PID is CoreDNS's process ID.
-func (c *CoreDNS) PID() int { return c.cmd.Process.Pid }
+func (c *CoreDNS) PID() int { return c.proc.cmd.Process.Pid }
 
 // Addr is CoreDNS's DNS address.
 func (c *CoreDNS) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
@@ -361,24 +353,11 @@ func (c *CoreDNS) Output() string { return c.out.String() }
 
 // Stop terminates CoreDNS: SIGTERM, then SIGKILL after 10 seconds.
 func (c *CoreDNS) Stop() error {
-	if c == nil || c.cmd == nil || c.cmd.Process == nil {
+	if c == nil || c.proc == nil {
 		return nil
 	}
 	defer os.RemoveAll(c.dir)
-	select {
-	case <-c.done:
-		return nil
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		return errors.New("CoreDNS ignored SIGTERM for 10s and was killed")
-	}
+	return c.proc.stop(10 * time.Second)
 }
 
 // RunCoreDNS starts CoreDNS for a test and stops it when the test ends; when
@@ -448,23 +427,6 @@ func Abridge(s string, head, tail int) string {
 	return strings.Join(lines[:head], "") +
 		fmt.Sprintf("[... %d lines left out ...]\n", len(lines)-head-tail) +
 		strings.Join(lines[len(lines)-tail:], "")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ConfPath is the Corefile CoreDNS was started with; tests of the reload

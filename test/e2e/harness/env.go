@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -78,10 +77,10 @@ type Env struct {
 	testEnv  *envtest.Environment
 	tmp      string
 	auditLog string
-	etcdURL  string      // etcd's client URL
-	apiPort  int         // kube-apiserver's secure port
-	out      io.Writer   // where etcd's and kube-apiserver's output goes
-	again    []*exec.Cmd // processes RestartAPIServer and KillEtcd started, in order
+	etcdURL  string     // etcd's client URL
+	apiPort  int        // kube-apiserver's secure port
+	out      io.Writer  // where etcd's and kube-apiserver's output goes
+	again    []*process // processes RestartAPIServer and KillEtcd started, in order
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
@@ -97,9 +96,11 @@ func Start(opts Options) (*Env, error) {
 
 	// Every listener on 127.0.0.1, chosen here rather than by name lookup of
 	// "localhost", and RBAC stated rather than left to a default.
-	ports, err := freeTCPPorts(3) // etcd clients, etcd peers, kube-apiserver
-	if err != nil {
-		return nil, err
+	var ports [3]int // etcd clients, etcd peers, kube-apiserver
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
 
@@ -129,7 +130,7 @@ func Start(opts Options) (*Env, error) {
 	te.ControlPlane.Etcd = etcd
 	// Their output goes to opts.Output, and its tail into the error should
 	// they fail to start.
-	tail := &tailBuffer{max: 32 << 10}
+	tail := &buffer{max: 32 << 10}
 	var out io.Writer = tail
 	if opts.Output != nil {
 		out = io.MultiWriter(tail, opts.Output)
@@ -233,17 +234,17 @@ func (e *Env) Stop() error {
 	}
 	// kube-apiserver before etcd, which it needs to shut down in time.
 	var errs []error
-	etcd := e.again[:0:0]
-	for _, cmd := range e.again {
-		if filepath.Base(cmd.Path) == "etcd" {
-			etcd = append(etcd, cmd)
-			continue
+	var etcd []*process
+	for _, p := range e.again {
+		if filepath.Base(p.cmd.Path) == "etcd" {
+			etcd = append(etcd, p)
+		} else {
+			errs = append(errs, p.stop(30*time.Second))
 		}
-		errs = append(errs, stopProcess(cmd))
 	}
 	errs = append(errs, e.testEnv.Stop())
-	for _, cmd := range etcd {
-		errs = append(errs, stopProcess(cmd))
+	for _, p := range etcd {
+		errs = append(errs, p.stop(30*time.Second))
 	}
 	e.testEnv = nil
 	err := errors.Join(errs...)
@@ -283,58 +284,19 @@ func Context(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
-// FreeTCPPort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreeTCPPort() (int, error) {
-	ports, err := freeTCPPorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// handedOut are the ports FreeTCPPort, freeTCPPorts and FreePort have
-// returned in this process: never returned twice, since the kernel may
-// hand a port it just freed to the next listener on port 0, and two calls
-// for one CoreDNS (say its ready and its metrics port) then collide.
+// handedOut are the ports FreePort has returned in this process: never
+// returned twice, since the kernel may hand a port it just freed to the next
+// listener on port 0, and two calls for one CoreDNS (say its ready and its
+// metrics port) then collide.
 var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
-// handOut reports whether port was not handed out before, and takes it.
-func handOut(port int) bool {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports[port] {
-		return false
-	}
-	handedOut.ports[port] = true
-	return true
-}
-
-// freeTCPPorts returns n distinct TCP ports on 127.0.0.1, free a moment ago
-// and never returned before.
-func freeTCPPorts(n int) ([]int, error) {
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, errors.New("found no TCP port on 127.0.0.1 not handed out before")
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close() // held until all are chosen, so they differ
-		if port := l.Addr().(*net.TCPAddr).Port; handOut(port) {
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
-}
-
-// FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment ago.
+// FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment
+// ago and not returned before.
 func FreePort() (int, error) {
-	for range 50 {
+	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
@@ -342,34 +304,40 @@ func FreePort() (int, error) {
 		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		l.Close()
-		if err == nil {
-			u.Close()
-			if handOut(port) {
-				return port, nil
-			}
+		if err != nil {
+			continue
+		}
+		u.Close()
+		handedOut.Lock()
+		fresh := !handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if fresh {
+			return port, nil
 		}
 	}
 	return 0, errors.New("found no port free for both UDP and TCP on 127.0.0.1")
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// buffer is an output buffer safe for concurrent writes; with max > 0 it
+// keeps only the last max bytes.
+type buffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *buffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
+	if over := len(t.b) - t.max; t.max > 0 && over > 0 {
 		t.b = append(t.b[:0], t.b[over:]...)
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *buffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)

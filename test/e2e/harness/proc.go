@@ -3,9 +3,12 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -113,4 +116,49 @@ func findProcess(base, want string) (int, []string, error) {
 		}
 	}
 	return 0, nil, fmt.Errorf("no %s process with %s", base, want)
+}
+
+// process is a child process the harness started, and its end.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it ended
+	err  error         // Wait's result, once done is closed
+}
+
+// startProcess starts cmd, through start (such as InNetns) when not nil, in
+// a process group of its own, so that a terminal's Ctrl-C reaches only the
+// test, which then stops it; it is killed should the test die first (go
+// test's -timeout).
+func startProcess(cmd *exec.Cmd, start func(func() error) error) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	if start == nil {
+		start = func(f func() error) error { return f() }
+	}
+	if err := start(cmd.Start); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM, then SIGKILL after grace, and waits for the end.
+func (p *process) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s ignored SIGTERM for %v and was killed", filepath.Base(p.cmd.Path), grace)
+	}
 }

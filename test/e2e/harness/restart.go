@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +24,7 @@ import (
 // returns when the old process died and when the new one was ready. Stop
 // stops the new process.
 func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, ready time.Time, err error) {
-	pid, argv, err := e.apiServerProcess()
+	pid, argv, err := findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
 	if err != nil {
 		return killed, ready, err
 	}
@@ -41,7 +40,7 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 	if err := e.startAgain("kube-apiserver", argv); err != nil {
 		return killed, ready, err
 	}
-	err = pollUntilEvery(ctx, 20*time.Millisecond, func() error {
+	err = poll(ctx, 20*time.Millisecond, func() error {
 		body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil && strings.TrimSpace(string(body)) != "ok" {
 			err = fmt.Errorf("/readyz: %s", body)
@@ -74,7 +73,7 @@ func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, 
 		if err := e.startAgain("etcd", argv); err != nil {
 			return err
 		}
-		return pollUntilEvery(ctx, 20*time.Millisecond, func() error {
+		return poll(ctx, 20*time.Millisecond, func() error {
 			var health struct {
 				Health string `json:"health"`
 			}
@@ -93,14 +92,11 @@ func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, 
 func (e *Env) startAgain(name string, argv []string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
-	// Killed should the test binary die first (go test's -timeout), as
-	// envtest's own processes are not: they would keep their ports.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
+	p, err := startProcess(cmd, nil)
+	if err == nil {
+		e.again = append(e.again, p)
 	}
-	e.again = append(e.again, cmd)
-	return nil
+	return err
 }
 
 // killAndWait SIGKILLs pid and waits until nothing listens on addr.
@@ -108,7 +104,7 @@ func killAndWait(ctx context.Context, name string, pid int, addr string) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL %s (pid %d): %w", name, pid, err)
 	}
-	return pollUntilEvery(ctx, 20*time.Millisecond, func() error {
+	return poll(ctx, 20*time.Millisecond, func() error {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err != nil {
 			return nil
@@ -121,31 +117,8 @@ func killAndWait(ctx context.Context, name string, pid int, addr string) error {
 // APIServerPID is the process ID of this Env's kube-apiserver, for readers
 // of its /proc entries (the bench measures its memory and CPU).
 func (e *Env) APIServerPID() (int, error) {
-	pid, _, err := e.apiServerProcess()
+	pid, _, err := findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
 	return pid, err
-}
-
-// apiServerProcess finds this Env's kube-apiserver by its secure port.
-func (e *Env) apiServerProcess() (int, []string, error) {
-	return findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
-}
-
-// stopProcess stops a process this harness started and waits for it.
-func stopProcess(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("%s did not stop within 30s of SIGTERM: killed", filepath.Base(cmd.Path))
-	}
 }
 
 // CompactEtcd writes a key straight to etcd, so that its revision moves past
@@ -159,21 +132,17 @@ func (e *Env) CompactEtcd(ctx context.Context) (revision int64, err error) {
 		} `json:"header"`
 	}
 	b64 := base64.StdEncoding.EncodeToString
-	if err := e.etcdPost(ctx, "/v3/kv/put", map[string]any{"key": b64([]byte("/e2e/compaction")), "value": b64([]byte(time.Now().String()))}, &put); err != nil {
+	if err := e.etcdDo(ctx, http.MethodPost, "/v3/kv/put", map[string]any{"key": b64([]byte("/e2e/compaction")), "value": b64([]byte(time.Now().String()))}, &put); err != nil {
 		return 0, err
 	}
 	rev, err := strconv.ParseInt(put.Header.Revision, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("etcd put: revision %q: %w", put.Header.Revision, err)
 	}
-	if err := e.etcdPost(ctx, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(rev, 10), "physical": true}, nil); err != nil {
+	if err := e.etcdDo(ctx, http.MethodPost, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(rev, 10), "physical": true}, nil); err != nil {
 		return 0, err
 	}
 	return rev, nil
-}
-
-func (e *Env) etcdPost(ctx context.Context, path string, body, out any) error {
-	return e.etcdDo(ctx, http.MethodPost, path, body, out)
 }
 
 // etcdDo calls etcd's HTTP API; body, when not nil, is sent as JSON.
