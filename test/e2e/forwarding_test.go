@@ -48,7 +48,7 @@ func TestForwardingSnippets(t *testing.T) {
 		return func(port int) string { return localCorefile(t, snippet, upstream, port) }
 	}
 	run := func(corefile func(port int) string) *harness.CoreDNS {
-		return harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{Corefile: corefile, SkipReady: true})
+		return harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{Corefile: corefile})
 	}
 	t.Run("coredns", func(t *testing.T) {
 		answersThrough(t, run(corefileOf(snippets["coredns"])).Port)

@@ -191,7 +191,6 @@ func TestStartWithoutAPIServer(t *testing.T) {
 	}
 	started := time.Now()
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		SkipReady: true,
 		Corefile: func(port int) string {
 			return fmt.Sprintf("clusterset.local:%d {\nbind 127.0.0.1\nerrors\nready 127.0.0.1:%d\n%s}\n",
 				port, readyPort, harness.MulticlusterBlock(kcPath, "startup_timeout 2s"))

@@ -30,48 +30,21 @@ func BuildCoreDNS(repo string, progress io.Writer) (string, error) {
 		progress = io.Discard
 	}
 	if bin := os.Getenv("E2E_COREDNS"); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			return "", fmt.Errorf("E2E_COREDNS: %w", err)
-		}
 		fmt.Fprintf(progress, "e2e: using CoreDNS %s (E2E_COREDNS)\n", bin)
-		return bin, nil
+		_, err := os.Stat(bin)
+		return bin, err
 	}
 	out := filepath.Join(repo, ".cache", "coredns-e2e")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
-	}
 	start := time.Now()
 	fmt.Fprintf(progress, "e2e: building CoreDNS: go build -o %s ./cmd/coredns (in %s)\n", out, repo)
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/coredns")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	stop := ticker(progress, "e2e: still building CoreDNS", start)
-	err := cmd.Run()
-	stop()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, buf.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, out)
 	}
 	fmt.Fprintf(progress, "e2e: built CoreDNS in %.0fs\n", time.Since(start).Seconds())
 	return out, nil
-}
-
-func ticker(w io.Writer, msg string, start time.Time) func() {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(w, "%s (%.0fs)\n", msg, time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // CoreDNSOptions say how to run CoreDNS.
@@ -98,11 +71,9 @@ type CoreDNSOptions struct {
 	// measurements.
 	NoLog bool
 	// Corefile, when set, replaces the generated Corefile; it receives the
-	// DNS port. It must bind to 127.0.0.1 itself.
+	// DNS port. It must bind to 127.0.0.1 itself. Only answers are waited
+	// for, not a ready plugin it may have.
 	Corefile func(port int) string
-	// SkipReady skips waiting for the ready plugin's 200 after the server
-	// answers; for tests of a plugin that must not become ready.
-	SkipReady bool
 	// Output, when not nil, also receives CoreDNS's stdout and stderr.
 	Output io.Writer
 	// Wrap runs CoreDNS through a command that execs it, e.g. taskset -c 0,
@@ -110,9 +81,6 @@ type CoreDNSOptions struct {
 	Wrap []string
 	// Env is added to this process's environment for CoreDNS.
 	Env []string
-	// ReadyURL is the ready plugin's endpoint of a Corefile from the
-	// Corefile option, to wait for as for a generated one.
-	ReadyURL string
 	// ReadyWithin bounds the wait for answers and for ready; 30 and 60
 	// seconds when 0.
 	ReadyWithin time.Duration
@@ -139,8 +107,8 @@ type CoreDNS struct {
 }
 
 // StartCoreDNS starts bin with a Corefile built from opts and waits until it
-// answers DNS on UDP and TCP and, unless opts.SkipReady, until its ready
-// plugin says it is ready. Stop it.
+// answers DNS on UDP and TCP and until its ready plugin, when it has one,
+// says it is ready. Stop it.
 func StartCoreDNS(bin string, opts CoreDNSOptions) (*CoreDNS, error) {
 	var lastErr error
 	for range 3 {
@@ -172,7 +140,6 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &buffer{}, dir: dir}
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
-		c.ReadyURL = opts.ReadyURL
 	} else if c.Corefile, err = c.corefile(opts); err != nil {
 		return nil, err
 	}
@@ -234,7 +201,7 @@ func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
 		on           bool
 		url          *string
 	}{
-		{"ready", "/ready", !opts.SkipReady && hasPlugin(c.Bin, "ready"), &c.ReadyURL},
+		{"ready", "/ready", hasPlugin(c.Bin, "ready"), &c.ReadyURL},
 		{"pprof", "/debug/pprof", opts.Pprof, &c.PprofURL},
 		{"prometheus", "/metrics", opts.Metrics, &c.MetricsURL},
 	} {
@@ -410,11 +377,6 @@ func dataRaces(out string) string {
 		b.WriteString(sep + out[:end] + sep)
 		out = out[end:]
 	}
-}
-
-// Dig asks this CoreDNS with dig.
-func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	return digAt(c.Host, c.Port, name, qtype, extra...)
 }
 
 // Abridge keeps the first head and last tail lines of s; the query log of a

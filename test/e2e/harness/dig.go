@@ -47,11 +47,12 @@ var (
 // two seconds, and parses its output. extra dig options such as "+tcp" come
 // before the name.
 func Dig(port int, name, qtype string, extra ...string) (*DigResult, error) {
-	return digAt("127.0.0.1", port, name, qtype, extra...)
+	return (&CoreDNS{Host: "127.0.0.1", Port: port}).Dig(name, qtype, extra...)
 }
 
-func digAt(host string, port int, name, qtype string, extra ...string) (*DigResult, error) {
-	args := []string{"@" + host, "-p", strconv.Itoa(port), "+norec", "+time=2", "+tries=1",
+// Dig asks this CoreDNS with dig, as Dig does.
+func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
+	args := []string{"@" + c.Host, "-p", strconv.Itoa(c.Port), "+norec", "+time=2", "+tries=1",
 		"+noall", "+comments", "+answer", "+authority", "+additional"}
 	args = append(append(args, extra...), name, qtype)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -48,7 +48,10 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 // labels are exactly labels, given as name, value pairs; ErrNoSeries when
 // the scrape holds none.
 func (m Metrics) Value(name string, labels ...string) (float64, error) {
-	want := pairs(labels)
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
 	for _, s := range m[name].GetMetric() {
 		if maps.Equal(Labels(s), want) {
 			return SeriesValue(s), nil
@@ -75,15 +78,6 @@ func SeriesValue(s *dto.Metric) float64 {
 		return s.GetCounter().GetValue()
 	}
 	return s.GetUntyped().GetValue()
-}
-
-// pairs are name, value pairs as a map.
-func pairs(l []string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(l); i += 2 {
-		m[l[i]] = l[i+1]
-	}
-	return m
 }
 
 // ScrapeValue scrapes url and returns one series' value (Metrics.Value).

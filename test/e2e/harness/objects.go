@@ -90,15 +90,6 @@ func (e *Env) ApplyYAML(ctx context.Context, data string) ([]*unstructured.Unstr
 	return objs, e.ApplyAll(ctx, objs)
 }
 
-// Get reads obj's current state from the API server.
-func (e *Env) Get(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ri, err := e.Resource(obj)
-	if err != nil {
-		return nil, err
-	}
-	return ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-}
-
 // Delete deletes obj; an object already gone is no error.
 func (e *Env) Delete(ctx context.Context, obj *unstructured.Unstructured) error {
 	ri, err := e.Resource(obj)

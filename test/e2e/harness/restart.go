@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -24,11 +23,15 @@ import (
 // returns when the old process died and when the new one was ready. Stop
 // stops the new process.
 func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, ready time.Time, err error) {
-	pid, argv, err := findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(e.apiPort))
+	start, err := e.kill(ctx, "kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort), addr, func(ctx context.Context) error {
+		body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) != "ok" {
+			err = fmt.Errorf("/readyz: %s", body)
+		}
+		return err
+	})
 	if err != nil {
-		return killed, ready, err
-	}
-	if err := killAndWait(ctx, "kube-apiserver", pid, net.JoinHostPort("127.0.0.1", strconv.Itoa(e.apiPort))); err != nil {
 		return killed, ready, err
 	}
 	killed = time.Now()
@@ -37,17 +40,7 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 			return killed, ready, err
 		}
 	}
-	if err := e.startAgain("kube-apiserver", argv); err != nil {
-		return killed, ready, err
-	}
-	err = poll(ctx, 20*time.Millisecond, func() error {
-		body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && strings.TrimSpace(string(body)) != "ok" {
-			err = fmt.Errorf("/readyz: %s", body)
-		}
-		return err
-	})
-	if err != nil {
+	if err := start(ctx); err != nil {
 		return killed, ready, fmt.Errorf("kube-apiserver not ready again: %w", err)
 	}
 	return killed, time.Now(), nil
@@ -58,53 +51,28 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 // again with the same binary, arguments and data, and returns once etcd
 // says it is healthy; Stop stops that process.
 func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, err error) {
-	u, err := url.Parse(e.etcdURL)
-	if err != nil {
-		return nil, err
-	}
-	pid, argv, err := findProcess("etcd", "--listen-client-urls="+e.etcdURL)
-	if err != nil {
-		return nil, err
-	}
-	if err := killAndWait(ctx, "etcd", pid, u.Host); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		if err := e.startAgain("etcd", argv); err != nil {
+	return e.kill(ctx, "etcd", "--listen-client-urls="+e.etcdURL, strings.TrimPrefix(e.etcdURL, "http://"), func(ctx context.Context) error {
+		var health struct{ Health string }
+		if err := e.etcdDo(ctx, http.MethodGet, "/health", nil, &health); err != nil || health.Health == "true" {
 			return err
 		}
-		return poll(ctx, 20*time.Millisecond, func() error {
-			var health struct {
-				Health string `json:"health"`
-			}
-			if err := e.etcdDo(ctx, http.MethodGet, "/health", nil, &health); err != nil {
-				return err
-			}
-			if health.Health != "true" {
-				return fmt.Errorf("etcd /health: %q", health.Health)
-			}
-			return nil
-		})
-	}, nil
+		return fmt.Errorf("etcd /health: %q", health.Health)
+	})
 }
 
-// startAgain starts argv as a process of this Env's, for Stop to stop.
-func (e *Env) startAgain(name string, argv []string) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
-	p, err := startProcess(cmd, nil)
-	if err == nil {
-		e.again = append(e.again, p)
+// kill SIGKILLs the process named name that has the argument arg and waits
+// until nothing listens on addr. start starts it again with the same
+// arguments, as a process of this Env's for Stop to stop, and waits until
+// healthy says so.
+func (e *Env) kill(ctx context.Context, name, arg, addr string, healthy func(context.Context) error) (start func(context.Context) error, err error) {
+	pid, argv, err := findProcess(name, arg)
+	if err != nil {
+		return nil, err
 	}
-	return err
-}
-
-// killAndWait SIGKILLs pid and waits until nothing listens on addr.
-func killAndWait(ctx context.Context, name string, pid int, addr string) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("SIGKILL %s (pid %d): %w", name, pid, err)
+		return nil, fmt.Errorf("SIGKILL %s (pid %d): %w", name, pid, err)
 	}
-	return poll(ctx, 20*time.Millisecond, func() error {
+	err = poll(ctx, 20*time.Millisecond, func() error {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err != nil {
 			return nil
@@ -112,6 +80,16 @@ func killAndWait(ctx context.Context, name string, pid int, addr string) error {
 		c.Close()
 		return fmt.Errorf("%s still listens on %s", name, addr)
 	})
+	return func(ctx context.Context) error {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
+		p, err := startProcess(cmd, nil)
+		if err != nil {
+			return err
+		}
+		e.again = append(e.again, p)
+		return poll(ctx, 20*time.Millisecond, func() error { return healthy(ctx) })
+	}, err
 }
 
 // APIServerPID is the process ID of this Env's kube-apiserver, for readers
