@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -234,16 +233,10 @@ func MulticlusterBlock(kubeconfig string, options ...string) string {
 	return b.String()
 }
 
-var pluginLists sync.Map // bin -> string
-
 // hasPlugin says whether `bin -plugins` lists the DNS plugin name.
 func hasPlugin(bin, name string) bool {
-	list, ok := pluginLists.Load(bin)
-	if !ok {
-		out, _ := exec.Command(bin, "-plugins").Output()
-		list, _ = pluginLists.LoadOrStore(bin, string(out))
-	}
-	for _, f := range strings.Fields(list.(string)) {
+	list, _ := exec.Command(bin, "-plugins").Output()
+	for _, f := range strings.Fields(string(list)) {
 		if f == name || f == "dns."+name { // "dns." in CoreDNS releases before 1.12
 			return true
 		}
@@ -360,23 +353,17 @@ func TryRunCoreDNS(t testing.TB, bin string, opts CoreDNSOptions) (*CoreDNS, err
 	return c, nil
 }
 
-// dataRaces extracts the race detector's reports from out.
+// dataRaces extracts the race detector's reports, each between two lines of
+// "=", from out.
 func dataRaces(out string) string {
 	const sep = "==================\n"
 	var b strings.Builder
-	for {
-		i := strings.Index(out, sep+"WARNING: DATA RACE")
-		if i < 0 {
-			return b.String()
+	for _, part := range strings.Split(out, sep) {
+		if strings.HasPrefix(part, "WARNING: DATA RACE") {
+			b.WriteString(sep + part + sep)
 		}
-		out = out[i+len(sep):]
-		end := strings.Index(out, sep)
-		if end < 0 {
-			end = len(out)
-		}
-		b.WriteString(sep + out[:end] + sep)
-		out = out[end:]
 	}
+	return b.String()
 }
 
 // Abridge keeps the first head and last tail lines of s; the query log of a

@@ -51,9 +51,6 @@ type Options struct {
 	// Audit makes kube-apiserver write an audit log of every request, at
 	// the Metadata level (who, what, when), for AuditEvents to read.
 	Audit bool
-	// ServiceClusterIPRange is kube-apiserver's Service CIDR; envtest's
-	// 10.0.0.0/24 when empty (kubeadm's is 10.96.0.0/12).
-	ServiceClusterIPRange string
 	// APIServerFlags are more kube-apiserver flags, name (without "--") to
 	// value, e.g. max-requests-inflight for a test of throttling.
 	APIServerFlags map[string]string
@@ -73,11 +70,12 @@ type Env struct {
 
 	// CRDs are the CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// EtcdURL is etcd's client URL (plain HTTP, no authentication).
+	EtcdURL string
 
 	testEnv  *envtest.Environment
 	tmp      string
 	auditLog string
-	etcdURL  string     // etcd's client URL
 	apiPort  int        // kube-apiserver's secure port
 	out      io.Writer  // where etcd's and kube-apiserver's output goes
 	again    []*process // processes RestartAPIServer and KillEtcd started, in order
@@ -108,7 +106,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, etcdURL: loopbackURL("http", etcdPort).String(), apiPort: apiPort}
+	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, EtcdURL: loopbackURL("http", etcdPort).String(), apiPort: apiPort}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDDirectoryPaths:        crdPaths,
@@ -185,9 +183,6 @@ func (e *Env) configure(api *envtest.APIServer, opts Options) error {
 		// Loopback is refused there unless nothing publishes them.
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
-	if opts.ServiceClusterIPRange != "" {
-		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
-	}
 	for name, value := range opts.APIServerFlags {
 		api.Configure().Set(name, value)
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 )
 
 // PluginUser is the user name the plugin's CoreDNS authenticates as.
@@ -105,23 +104,19 @@ func ClusterRoleFromFile(path string) (*rbacv1.ClusterRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := contract.SplitYAML(data)
+	objs, err := contract.DecodeYAML(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, doc := range docs {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if meta.Kind != "ClusterRole" || meta.APIVersion != rbacv1.SchemeGroupVersion.String() {
+	for _, o := range objs {
+		if o.GroupVersionKind() != rbacv1.SchemeGroupVersion.WithKind("ClusterRole") {
 			continue
 		}
 		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(doc, role); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, role, true); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if len(role.Rules) == 0 || len(role.Rules[0].Verbs) == 0 || len(role.Rules[0].Resources) == 0 || len(role.Rules[0].APIGroups) == 0 {
+		if r := role.Rules; len(r) == 0 || len(r[0].Verbs) == 0 || len(r[0].Resources) == 0 || len(r[0].APIGroups) == 0 {
 			return nil, fmt.Errorf("%s: ClusterRole %s grants nothing", path, role.Name)
 		}
 		return role, nil

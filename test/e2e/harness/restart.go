@@ -3,8 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -51,12 +49,20 @@ func (e *Env) RestartAPIServer(ctx context.Context, down func() error) (killed, 
 // again with the same binary, arguments and data, and returns once etcd
 // says it is healthy; Stop stops that process.
 func (e *Env) KillEtcd(ctx context.Context) (start func(context.Context) error, err error) {
-	return e.kill(ctx, "etcd", "--listen-client-urls="+e.etcdURL, strings.TrimPrefix(e.etcdURL, "http://"), func(ctx context.Context) error {
-		var health struct{ Health string }
-		if err := e.etcdDo(ctx, http.MethodGet, "/health", nil, &health); err != nil || health.Health == "true" {
+	return e.kill(ctx, "etcd", "--listen-client-urls="+e.EtcdURL, strings.TrimPrefix(e.EtcdURL, "http://"), func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.EtcdURL+"/health", nil)
+		if err != nil {
 			return err
 		}
-		return fmt.Errorf("etcd /health: %q", health.Health)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if body, _ := io.ReadAll(resp.Body); !bytes.Contains(body, []byte(`"health":"true"`)) {
+			return fmt.Errorf("etcd /health: %s", body)
+		}
+		return nil
 	})
 }
 
@@ -97,59 +103,4 @@ func (e *Env) kill(ctx context.Context, name, arg, addr string, healthy func(con
 func (e *Env) APIServerPID() (int, error) {
 	pid, _, err := findProcess("kube-apiserver", "--secure-port="+strconv.Itoa(e.apiPort))
 	return pid, err
-}
-
-// CompactEtcd writes a key straight to etcd, so that its revision moves past
-// every resourceVersion a client has seen, and compacts etcd's history up to
-// it: a watch from an older resourceVersion then gets 410 Gone. It uses
-// etcd's JSON gateway, so no etcd client is needed.
-func (e *Env) CompactEtcd(ctx context.Context) (revision int64, err error) {
-	var put struct {
-		Header struct {
-			Revision string `json:"revision"`
-		} `json:"header"`
-	}
-	b64 := base64.StdEncoding.EncodeToString
-	if err := e.etcdDo(ctx, http.MethodPost, "/v3/kv/put", map[string]any{"key": b64([]byte("/e2e/compaction")), "value": b64([]byte(time.Now().String()))}, &put); err != nil {
-		return 0, err
-	}
-	rev, err := strconv.ParseInt(put.Header.Revision, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("etcd put: revision %q: %w", put.Header.Revision, err)
-	}
-	if err := e.etcdDo(ctx, http.MethodPost, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(rev, 10), "physical": true}, nil); err != nil {
-		return 0, err
-	}
-	return rev, nil
-}
-
-// etcdDo calls etcd's HTTP API; body, when not nil, is sent as JSON.
-func (e *Env) etcdDo(ctx context.Context, method, path string, body, out any) error {
-	var in io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		in = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.etcdURL+path, in)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, buf.String())
-	}
-	if out != nil {
-		return json.Unmarshal(buf.Bytes(), out)
-	}
-	return nil
 }
