@@ -8,11 +8,11 @@ import (
 )
 
 // TestTTL: the configured ttl is on every record of every section. It also
-// names the kubeconfig's context explicitly.
+// names the kubeconfig's context, envtest's, explicitly.
 func TestTTL(t *testing.T) {
 	const ttl = 30
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig+" "+plugin.Name, "ttl 30"),
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig+" envtest", "ttl 30"),
 	})
 	waitForTestdata(t, c)
 	for _, q := range [][2]string{

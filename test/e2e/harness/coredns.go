@@ -80,8 +80,7 @@ type CoreDNSOptions struct {
 	Wrap []string
 	// Env is added to this process's environment for CoreDNS.
 	Env []string
-	// ReadyWithin bounds the wait for answers and for ready; 30 and 60
-	// seconds when 0.
+	// ReadyWithin bounds the wait for answers and ready; 90 seconds when 0.
 	ReadyWithin time.Duration
 }
 
@@ -164,16 +163,9 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := c.waitServing(cmp.Or(opts.ReadyWithin, 30*time.Second)); err != nil {
+	if err := c.wait(cmp.Or(opts.ReadyWithin, 90*time.Second)); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
-	}
-	if c.ReadyURL != "" {
-		within := cmp.Or(opts.ReadyWithin, 60*time.Second)
-		if err := c.waitReady(within); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
-		}
 	}
 	c.ReadyIn = time.Since(c.Started)
 	return c, nil
@@ -253,9 +245,10 @@ func (c *CoreDNS) exited() error {
 	}
 }
 
-// waitServing waits until a query for the first zone's SOA gets any response
-// over UDP and over TCP.
-func (c *CoreDNS) waitServing(within time.Duration) error {
+// wait polls every 10 ms, so that ReadyIn can be read as a measurement,
+// until a query for the first zone's SOA gets any response over UDP and over
+// TCP, then until the ready plugin, if any, says 200.
+func (c *CoreDNS) wait(within time.Duration) error {
 	zone := "clusterset.local."
 	for _, f := range strings.Fields(c.Corefile) {
 		if h, _, ok := strings.Cut(f, ":"); ok && strings.Contains(h, ".") {
@@ -263,11 +256,14 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 			break
 		}
 	}
-	return Poll(within, func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	protos := []string{"udp", "tcp"} // until both answered once
+	return poll(ctx, 10*time.Millisecond, func() error {
 		if err := c.exited(); err != nil {
 			return Permanent(err)
 		}
-		for _, proto := range []string{"udp", "tcp"} {
+		for _, proto := range protos {
 			m := new(dns.Msg)
 			m.SetQuestion(zone, dns.TypeSOA)
 			cl := &dns.Client{Net: proto, Timeout: time.Second}
@@ -275,21 +271,11 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 				return fmt.Errorf("CoreDNS does not answer over %s on %s: %w", proto, c.Addr(), err)
 			}
 		}
-		return nil
-	})
-}
-
-// waitReady polls the ready plugin every 10 ms, so that ReadyIn can be
-// read as a measurement.
-func (c *CoreDNS) waitReady(within time.Duration) error {
-	cl := &http.Client{Timeout: time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	return poll(ctx, 10*time.Millisecond, func() error {
-		if err := c.exited(); err != nil {
-			return Permanent(err)
+		protos = nil
+		if c.ReadyURL == "" {
+			return nil
 		}
-		resp, err := cl.Get(c.ReadyURL)
+		resp, err := (&http.Client{Timeout: time.Second}).Get(c.ReadyURL)
 		if err != nil {
 			return fmt.Errorf("CoreDNS is not ready: %w", err)
 		}

@@ -268,7 +268,7 @@ func (e *Env) InstallCRDs(paths []string, crds ...*apiextensionsv1.CustomResourc
 
 // WriteAdminKubeconfig writes a kubeconfig for the admin to path.
 func (e *Env) WriteAdminKubeconfig(path string) error {
-	return writeKubeconfig(path, "envtest-admin", e.Config)
+	return os.WriteFile(path, e.testEnv.KubeConfig, 0o600)
 }
 
 // TempDir is a directory removed by Stop.

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -26,9 +24,9 @@ const PluginUser = "coredns-multicluster"
 
 // Identity is a user of the API server with its own credentials.
 type Identity struct {
-	// Name is the user's, and that of its kubeconfig's only context.
 	Name string
-	// Kubeconfig is the path of a kubeconfig file holding its credentials.
+	// Kubeconfig is the path of a kubeconfig file holding its credentials,
+	// whose one context envtest names "envtest".
 	Kubeconfig string
 	Config     *rest.Config
 	Clientset  kubernetes.Interface
@@ -69,7 +67,11 @@ func (e *Env) Identity(ctx context.Context, name string, role *rbacv1.ClusterRol
 		return nil, fmt.Errorf("provisioning user %s: %w", name, err)
 	}
 	id := &Identity{Name: name, Kubeconfig: filepath.Join(e.tmp, name+".kubeconfig"), Config: user.Config()}
-	if err := writeKubeconfig(id.Kubeconfig, name, id.Config); err != nil {
+	kubeconfig, err := user.KubeConfig()
+	if err == nil {
+		err = os.WriteFile(id.Kubeconfig, kubeconfig, 0o600)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if id.Clientset, err = kubernetes.NewForConfig(id.Config); err != nil {
@@ -122,21 +124,4 @@ func ClusterRoleFromFile(path string) (*rbacv1.ClusterRole, error) {
 		return role, nil
 	}
 	return nil, fmt.Errorf("%s holds no ClusterRole", path)
-}
-
-func writeKubeconfig(path, name string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	data, err := clientcmd.Write(*kc)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
 }
