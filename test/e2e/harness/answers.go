@@ -3,12 +3,12 @@ package harness
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
 )
 
 // Write is a write to the API server whose effect DNS should show: the A
@@ -68,16 +68,11 @@ func (w *AnswerWatcher) Seen() map[int]time.Duration {
 
 // Run watches until Close was called and nothing is pending.
 func (w *AnswerWatcher) Run(ctx context.Context) error {
-	n := cmp.Or(w.Sockets, 8)
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- w.runShare(ctx, i, n) }()
+	var g errgroup.Group
+	for i, n := 0, cmp.Or(w.Sockets, 8); i < n; i++ {
+		g.Go(func() error { return w.runShare(ctx, i, n) })
 	}
-	var all []error
-	for range n {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
+	return g.Wait()
 }
 
 // runShare watches the pending writes k with k % n == share, over a socket

@@ -252,20 +252,6 @@ func (e *Env) APIServerURL() string { return e.Config.Host }
 // KubectlPath is the kubectl built next to kube-apiserver.
 func (e *Env) KubectlPath() string { return filepath.Join(e.BinDir, "kubectl") }
 
-// InstallCRDs creates or updates CRDs, read from files or directories and
-// given as objects, and waits until their served versions are discovered.
-// For tests that change a CRD's versions while the plugin runs.
-func (e *Env) InstallCRDs(paths []string, crds ...*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	installed, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
-		Paths:              paths,
-		CRDs:               crds,
-		ErrorIfPathMissing: true,
-		MaxTime:            60 * time.Second,
-	})
-	e.Mapper.Reset()
-	return installed, err
-}
-
 // WriteAdminKubeconfig writes a kubeconfig for the admin to path.
 func (e *Env) WriteAdminKubeconfig(path string) error {
 	return os.WriteFile(path, e.testEnv.KubeConfig, 0o600)

@@ -86,7 +86,7 @@ func TCP(name string, port int32) corev1.ServicePort {
 // MCSSlice is an IPv4 EndpointSlice name of service from cluster, labelled
 // as an MCS controller (managedBy) labels one, with ports and endpoints.
 func MCSSlice(ns, name, service, cluster, managedBy string, ports []corev1.ServicePort, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
+	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 			mcsv1beta1.LabelServiceName:              service,
 			mcsv1beta1.LabelSourceCluster:            cluster,
@@ -96,7 +96,6 @@ func MCSSlice(ns, name, service, cluster, managedBy string, ports []corev1.Servi
 		Ports:       SlicePorts(ports),
 		Endpoints:   eps,
 	}
-	return es
 }
 
 // SlicePorts are service ports as an EndpointSlice's ports.
