@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -53,8 +54,10 @@ func remove(t testing.TB, yaml string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.DeleteAll(ctx, objs); err != nil {
-		t.Fatal(err)
+	for _, o := range slices.Backward(objs) {
+		if err := env.Delete(ctx, o); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

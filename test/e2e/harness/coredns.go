@@ -21,13 +21,10 @@ import (
 )
 
 // BuildCoreDNS builds the project's CoreDNS (./cmd/coredns of repo) into
-// <repo>/.cache/coredns-e2e and returns its path. progress, when not nil,
-// hears what happens. When E2E_COREDNS names a binary (hack/test.sh builds it
+// <repo>/.cache/coredns-e2e and returns its path, saying what it does to
+// progress. When E2E_COREDNS names a binary (hack/test.sh builds it
 // before the tests, outside their timeout), that one is used instead.
 func BuildCoreDNS(repo string, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
 	if bin := os.Getenv("E2E_COREDNS"); bin != "" {
 		fmt.Fprintf(progress, "e2e: using CoreDNS %s (E2E_COREDNS)\n", bin)
 		_, err := os.Stat(bin)
@@ -107,26 +104,20 @@ type CoreDNS struct {
 // StartCoreDNS starts bin with a Corefile built from opts and waits until it
 // answers DNS on UDP and TCP and until its ready plugin, when it has one,
 // says it is ready. Stop it.
-func StartCoreDNS(bin string, opts CoreDNSOptions) (*CoreDNS, error) {
-	var lastErr error
-	for range 3 {
+func StartCoreDNS(bin string, opts CoreDNSOptions) (c *CoreDNS, err error) {
+	for range 3 { // a free port may be taken meanwhile by another process
 		port := opts.Port
 		if port == 0 {
-			var err error
 			if port, err = FreePort(); err != nil {
 				return nil, err
 			}
 		}
-		c, err := startCoreDNS(bin, port, opts)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") {
+		c, err = startCoreDNS(bin, port, opts)
+		if err == nil || opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
-	return nil, lastErr
+	return c, err
 }
 
 func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,25 +146,18 @@ func Start(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w\n--- their output's end\n%s", bin, err, tail)
 	}
 	e.CRDs = te.CRDs
-	if err := e.connect(cfg); err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
+	e.connect(cfg)
 	return e, nil
 }
 
 // locations are the repository and the directory of the binaries.
 func (opts Options) locations() (repo, bin string, err error) {
-	repo = opts.Repo
-	if repo == "" {
+	if repo = opts.Repo; repo == "" {
 		if repo, err = RepoRoot(); err != nil {
 			return "", "", err
 		}
 	}
-	bin = opts.BinDir
-	if bin == "" {
-		bin = filepath.Join(repo, ".cache", "bin")
-	}
+	bin = cmp.Or(opts.BinDir, filepath.Join(repo, ".cache", "bin"))
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		for _, name := range []string{"etcd", "kube-apiserver"} {
 			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
@@ -203,23 +197,14 @@ func (e *Env) configure(api *envtest.APIServer, opts Options) error {
 	return nil
 }
 
-// connect makes the admin clients of cfg.
-func (e *Env) connect(cfg *rest.Config) error {
+// connect makes the admin clients of cfg; the config of a started envtest
+// is valid, which is all their errors check.
+func (e *Env) connect(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 200, 400
 	e.Config = cfg
-	var err error
-	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return nil
+	e.Dynamic = dynamic.NewForConfigOrDie(cfg)
+	e.Clientset = kubernetes.NewForConfigOrDie(cfg)
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))
 }
 
 // Stop stops kube-apiserver and etcd and removes their files.
@@ -229,17 +214,15 @@ func (e *Env) Stop() error {
 	}
 	// kube-apiserver before etcd, which it needs to shut down in time.
 	var errs []error
-	var etcd []*process
-	for _, p := range e.again {
-		if filepath.Base(p.cmd.Path) == "etcd" {
-			etcd = append(etcd, p)
-		} else {
-			errs = append(errs, p.stop(30*time.Second))
+	for _, etcd := range []bool{false, true} {
+		for _, p := range e.again {
+			if (filepath.Base(p.cmd.Path) == "etcd") == etcd {
+				errs = append(errs, p.stop(30*time.Second))
+			}
 		}
-	}
-	errs = append(errs, e.testEnv.Stop())
-	for _, p := range etcd {
-		errs = append(errs, p.stop(30*time.Second))
+		if !etcd {
+			errs = append(errs, e.testEnv.Stop())
+		}
 	}
 	e.testEnv = nil
 	err := errors.Join(errs...)
@@ -269,10 +252,7 @@ func Context(d time.Duration) (context.Context, context.CancelFunc) {
 // returned twice, since the kernel may hand a port it just freed to the next
 // listener on port 0, and two calls for one CoreDNS (say its ready and its
 // metrics port) then collide.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
+var handedOut sync.Map // port -> true
 
 // FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment
 // ago and not returned before.
@@ -289,11 +269,7 @@ func FreePort() (int, error) {
 			continue
 		}
 		u.Close()
-		handedOut.Lock()
-		fresh := !handedOut.ports[port]
-		handedOut.ports[port] = true
-		handedOut.Unlock()
-		if fresh {
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
 			return port, nil
 		}
 	}

@@ -67,14 +67,12 @@ func (e *Env) Identity(ctx context.Context, name string, role *rbacv1.ClusterRol
 		return nil, fmt.Errorf("provisioning user %s: %w", name, err)
 	}
 	id := &Identity{Name: name, Kubeconfig: filepath.Join(e.tmp, name+".kubeconfig"), Config: user.Config()}
+	id.Clientset = kubernetes.NewForConfigOrDie(id.Config)
 	kubeconfig, err := user.KubeConfig()
 	if err == nil {
 		err = os.WriteFile(id.Kubeconfig, kubeconfig, 0o600)
 	}
 	if err != nil {
-		return nil, err
-	}
-	if id.Clientset, err = kubernetes.NewForConfig(id.Config); err != nil {
 		return nil, err
 	}
 	// RBAC caches are filled from watches: wait until the binding is in force.

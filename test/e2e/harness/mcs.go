@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,24 +116,4 @@ func Endpoint(ip, hostname string, ready bool) discoveryv1.Endpoint {
 		ep.Hostname = ptr.To(hostname)
 	}
 	return ep
-}
-
-// WriteImport writes im in version as an MCS controller does: the object,
-// then, outside v1alpha2, its clusters through the status subresource (a
-// create drops status). It returns the stored object.
-func (e *Env) WriteImport(ctx context.Context, im Import, version string) (*unstructured.Unstructured, error) {
-	stored, err := e.Apply(ctx, im.Object(version))
-	if err != nil || version == "v1alpha2" || len(im.Clusters) == 0 {
-		return stored, err
-	}
-	status, _, _ := unstructured.NestedMap(im.Object(version).Object, "status")
-	stored.Object["status"] = status
-	ri, err := e.Resource(stored)
-	if err != nil {
-		return nil, err
-	}
-	if stored, err = ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("writing the status of ServiceImport %s/%s: %w", im.Namespace, im.Name, err)
-	}
-	return stored, nil
 }

@@ -4,9 +4,7 @@ import (
 	"github.com/clustersetdns/multicluster/internal/contract"
 
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -101,13 +99,4 @@ func (e *Env) Delete(ctx context.Context, obj *unstructured.Unstructured) error 
 		return fmt.Errorf("deleting %s: %w", contract.Describe(obj), err)
 	}
 	return nil
-}
-
-// DeleteAll deletes objects in reverse order.
-func (e *Env) DeleteAll(ctx context.Context, objs []*unstructured.Unstructured) error {
-	var errs []error
-	for _, o := range slices.Backward(objs) {
-		errs = append(errs, e.Delete(ctx, o))
-	}
-	return errors.Join(errs...)
 }
