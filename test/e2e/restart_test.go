@@ -35,7 +35,7 @@ func TestAPIServerRestart(t *testing.T) {
 
 	restart := func(label, fresh, ip string, within time.Duration, down func() error) {
 		t.Helper()
-		killed, ready, err := r.env.RestartAPIServer(r.ctx, down)
+		killed, ready, err := restartAPIServer(r.ctx, r.env, down)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +89,35 @@ func TestAPIServerRestart(t *testing.T) {
 	r.digAll()
 	r.report()
 	r.checkLog()
+}
+
+// restartAPIServer SIGKILLs e's kube-apiserver, as a crashed or OOM-killed
+// one dies, waits until its port is closed, calls down (which may act on
+// etcd meanwhile), then starts kube-apiserver again with the same binary,
+// arguments, port and certificates, and waits until /readyz says ok. It
+// returns when the old process died and when the new one was ready.
+func restartAPIServer(ctx context.Context, e *harness.Env, down func() error) (killed, ready time.Time, err error) {
+	start, err := e.Kill(ctx, "kube-apiserver")
+	if err != nil {
+		return killed, ready, err
+	}
+	killed = time.Now()
+	if down != nil {
+		if err := down(); err != nil {
+			return killed, ready, err
+		}
+	}
+	err = start(ctx, func(ctx context.Context) error {
+		body, err := e.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) != "ok" {
+			err = fmt.Errorf("/readyz: %s", body)
+		}
+		return err
+	})
+	if err != nil {
+		return killed, ready, fmt.Errorf("kube-apiserver not ready again: %w", err)
+	}
+	return killed, time.Now(), nil
 }
 
 // compactEtcd writes a key straight to etcd at etcdURL, so that its revision

@@ -79,7 +79,7 @@ type Env struct {
 	auditLog string
 	apiPort  int        // kube-apiserver's secure port
 	out      io.Writer  // where etcd's and kube-apiserver's output goes
-	again    []*process // processes RestartAPIServer and KillEtcd started, in order
+	again    []*process // processes Kill restarted
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
