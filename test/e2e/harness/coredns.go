@@ -145,12 +145,8 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		w = io.MultiWriter(c.out, opts.Output)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	var netns func(func() error) error
-	if opts.Netns != "" {
-		netns = func(f func() error) error { return InNetns(opts.Netns, f) }
-	}
 	c.Started = time.Now()
-	if c.proc, err = startProcess(cmd, netns); err != nil {
+	if c.proc, err = startProcess(cmd, opts.Netns); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -227,15 +223,6 @@ func hasPlugin(bin, name string) bool {
 	return false
 }
 
-func (c *CoreDNS) exited() error {
-	select {
-	case <-c.proc.done:
-		return fmt.Errorf("CoreDNS exited: %v", c.proc.err)
-	default:
-		return nil
-	}
-}
-
 // wait polls every 10 ms, so that ReadyIn can be read as a measurement,
 // until a query for the first zone's SOA gets any response over UDP and over
 // TCP, then until the ready plugin, if any, says 200.
@@ -251,8 +238,10 @@ func (c *CoreDNS) wait(within time.Duration) error {
 	defer cancel()
 	protos := []string{"udp", "tcp"} // until both answered once
 	return poll(ctx, 10*time.Millisecond, func() error {
-		if err := c.exited(); err != nil {
-			return Permanent(err)
+		select {
+		case <-c.proc.done:
+			return Permanent(fmt.Errorf("CoreDNS exited: %v", c.proc.err))
+		default:
 		}
 		for _, proto := range protos {
 			m := new(dns.Msg)

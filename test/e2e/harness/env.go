@@ -107,7 +107,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, EtcdURL: loopbackURL("http", etcdPort).String(), apiPort: apiPort}
+	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, EtcdURL: fmt.Sprintf("http://127.0.0.1:%d", etcdPort), apiPort: apiPort}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDDirectoryPaths:        crdPaths,
@@ -124,8 +124,8 @@ func Start(opts Options) (*Env, error) {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	etcd := &envtest.Etcd{URL: loopbackURL("http", etcdPort)}
-	etcd.Configure().Set("listen-peer-urls", loopbackURL("http", peerPort).String())
+	etcd := &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPort))}}
+	etcd.Configure().Set("listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort))
 	te.ControlPlane.Etcd = etcd
 	// Their output goes to opts.Output, and its tail into the error should
 	// they fail to start.
@@ -318,8 +318,4 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
-}
-
-func loopbackURL(scheme string, port int) *url.URL {
-	return &url.URL{Scheme: scheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 }

@@ -125,17 +125,18 @@ type process struct {
 	err  error         // Wait's result, once done is closed
 }
 
-// startProcess starts cmd, through start (such as InNetns) when not nil, in
-// a process group of its own, so that a terminal's Ctrl-C reaches only the
-// test, which then stops it; it is killed should the test die first (go
-// test's -timeout).
-func startProcess(cmd *exec.Cmd, start func(func() error) error) (*process, error) {
+// startProcess starts cmd, in the network namespace netns when not empty
+// (InNetns), in a process group of its own, so that a terminal's Ctrl-C
+// reaches only the test, which then stops it; it is killed should the test
+// die first (go test's -timeout).
+func startProcess(cmd *exec.Cmd, netns string) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &process{cmd: cmd, done: make(chan struct{})}
-	if start == nil {
-		start = func(f func() error) error { return f() }
+	start := cmd.Start
+	if netns != "" {
+		start = func() error { return InNetns(netns, cmd.Start) }
 	}
-	if err := start(cmd.Start); err != nil {
+	if err := start(); err != nil {
 		return nil, err
 	}
 	go func() {
@@ -147,12 +148,7 @@ func startProcess(cmd *exec.Cmd, start func(func() error) error) (*process, erro
 
 // stop sends SIGTERM, then SIGKILL after grace, and waits for the end.
 func (p *process) stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM) // an error once it ended
 	select {
 	case <-p.done:
 		return nil
