@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,10 +31,10 @@ func TestTTL(t *testing.T) {
 		if r.Rcode != "NOERROR" && r.Rcode != "NXDOMAIN" || !r.AA() {
 			t.Errorf("%s %s: want NOERROR or NXDOMAIN with AA:\n%s", q[0], q[1], r)
 		}
-		if len(r.Records()) == 0 {
+		if len(slices.Concat(r.Answer, r.Authority, r.Additional)) == 0 {
 			t.Errorf("%s %s: no records at all:\n%s", q[0], q[1], r)
 		}
-		for _, rr := range r.Records() {
+		for _, rr := range slices.Concat(r.Answer, r.Authority, r.Additional) {
 			if rr.Header().Ttl != ttl {
 				t.Errorf("%s %s: TTL %d, want %d: %s\n%s", q[0], q[1], rr.Header().Ttl, ttl, rr, r)
 			}

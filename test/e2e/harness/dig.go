@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -32,11 +31,6 @@ func (r *DigResult) AA() bool { return slices.Contains(r.Flags, "aa") }
 
 // String is the command and its output, for failure messages.
 func (r *DigResult) String() string { return "$ " + r.Command + "\n" + r.Output }
-
-// Records returns the RRs of every section.
-func (r *DigResult) Records() []dns.RR {
-	return slices.Concat(r.Answer, r.Authority, r.Additional)
-}
 
 var (
 	digStatus = regexp.MustCompile(`->>HEADER<<-.*\bstatus: ([A-Z]+)`)
@@ -73,38 +67,25 @@ func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
 }
 
 func (r *DigResult) parse() error {
+	sections := map[string]*[]dns.RR{";; ANSWER SECTION:": &r.Answer, ";; AUTHORITY SECTION:": &r.Authority, ";; ADDITIONAL SECTION:": &r.Additional}
 	var section *[]dns.RR
-	s := bufio.NewScanner(strings.NewReader(r.Output))
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		switch {
-		case line == "":
-			continue
+	for line := range strings.Lines(r.Output) {
+		switch line = strings.TrimSpace(line); {
 		case digStatus.MatchString(line):
 			r.Rcode = digStatus.FindStringSubmatch(line)[1]
 		case digFlags.MatchString(line):
 			r.Flags = strings.Fields(digFlags.FindStringSubmatch(line)[1])
-		case line == ";; ANSWER SECTION:":
-			section = &r.Answer
-		case line == ";; AUTHORITY SECTION:":
-			section = &r.Authority
-		case line == ";; ADDITIONAL SECTION:":
-			section = &r.Additional
-		case strings.HasPrefix(line, ";"):
-			if strings.HasSuffix(line, "SECTION:") {
-				section = nil // OPT PSEUDOSECTION, QUESTION SECTION
-			}
+		case strings.HasPrefix(line, ";") && strings.HasSuffix(line, "SECTION:"):
+			section = sections[line] // nil for the QUESTION SECTION and OPT PSEUDOSECTION
+		case line == "" || strings.HasPrefix(line, ";"):
+		case section == nil:
+			return fmt.Errorf("record outside a section: %q", line)
 		default:
-			if section == nil {
-				return fmt.Errorf("record outside a section: %q", line)
-			}
 			rr, err := dns.NewRR(line)
 			if err != nil {
 				return fmt.Errorf("parsing %q: %v", line, err)
 			}
-			if rr != nil {
-				*section = append(*section, rr)
-			}
+			*section = append(*section, rr)
 		}
 	}
 	if r.Rcode == "" {

@@ -134,9 +134,9 @@ func Start(opts Options) (*Env, error) {
 	if opts.Output != nil {
 		out = io.MultiWriter(tail, opts.Output)
 	}
-	api.Out, api.Err = prefixed(out, "kube-apiserver: "), prefixed(out, "kube-apiserver: ")
+	api.Out, api.Err = prefixed{out, "kube-apiserver: "}, prefixed{out, "kube-apiserver: "}
 	e.out = out
-	etcd.Out, etcd.Err = prefixed(out, "etcd: "), prefixed(out, "etcd: ")
+	etcd.Out, etcd.Err = prefixed{out, "etcd: "}, prefixed{out, "etcd: "}
 
 	e.testEnv = te
 	cfg, err := te.Start()
@@ -300,21 +300,20 @@ func (t *buffer) String() string {
 	return string(t.b)
 }
 
-// prefixed prefixes every line written to w; klog and etcd write whole lines.
-func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w: w, prefix: prefix} }
-
-type prefixWriter struct {
-	w      io.Writer
+// prefixed prefixes every line written to Writer; klog and etcd write whole
+// lines.
+type prefixed struct {
+	io.Writer
 	prefix string
 }
 
-func (p *prefixWriter) Write(b []byte) (int, error) {
+func (p prefixed) Write(b []byte) (int, error) {
 	var buf bytes.Buffer
 	for line := range bytes.Lines(b) {
 		buf.WriteString(p.prefix)
 		buf.Write(line)
 	}
-	if _, err := p.w.Write(buf.Bytes()); err != nil {
+	if _, err := p.Writer.Write(buf.Bytes()); err != nil {
 		return 0, err
 	}
 	return len(b), nil

@@ -13,9 +13,6 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// What the tests and the bench read of processes and CPUs, through
-// prometheus/procfs.
-
 // Mem is a process's memory from /proc/PID/status, in KiB: VmRSS, VmHWM
 // (peak RSS) and RssAnon (the anonymous part of VmRSS: heap and stacks,
 // without the binary's pages, which depend on the page cache).

@@ -37,7 +37,7 @@ func (e *Env) Kill(ctx context.Context, name string) (start func(ctx context.Con
 	})
 	return func(ctx context.Context, healthy func(context.Context) error) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stdout, cmd.Stderr = prefixed(e.out, name+" (restarted): "), prefixed(e.out, name+" (restarted): ")
+		cmd.Stdout, cmd.Stderr = prefixed{e.out, name + " (restarted): "}, prefixed{e.out, name + " (restarted): "}
 		p, err := startProcess(cmd, "")
 		if err != nil {
 			return err
