@@ -87,10 +87,10 @@ func (w *AnswerWatcher) runShare(ctx context.Context, share, n int) error {
 	giveUp := cmp.Or(w.GiveUp, 15*time.Second)
 	for ctx.Err() == nil {
 		w.mu.Lock()
-		var keys []int
-		for k := range w.waiting {
+		mine := map[int]Write{}
+		for k, p := range w.waiting {
 			if k%n == share {
-				keys = append(keys, k)
+				mine[k] = p
 			}
 		}
 		done := w.closed && len(w.waiting) == 0
@@ -99,21 +99,15 @@ func (w *AnswerWatcher) runShare(ctx context.Context, share, n int) error {
 			return nil
 		}
 		pass := time.Now()
-		for _, k := range keys {
-			w.mu.Lock()
-			p, ok := w.waiting[k]
-			w.mu.Unlock()
-			if !ok {
-				continue
-			}
+		for k, p := range mine {
 			m := new(dns.Msg)
 			m.SetQuestion(p.Name, dns.TypeA)
 			m.RecursionDesired = false
 			r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
 			now := time.Now()
 			w.mu.Lock()
-			switch {
-			case err == nil && HasA(r, p.IP):
+			switch _, still := w.waiting[k]; {
+			case still && err == nil && HasA(r, p.IP):
 				w.seen[k] = now.Sub(p.Sent)
 				delete(w.waiting, k)
 			case now.Sub(p.Sent) > giveUp:

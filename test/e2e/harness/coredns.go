@@ -212,15 +212,11 @@ func MulticlusterBlock(kubeconfig string, options ...string) string {
 	return b.String()
 }
 
-// hasPlugin says whether `bin -plugins` lists the DNS plugin name.
+// hasPlugin says whether `bin -plugins` lists the DNS plugin name ("dns."
+// name before CoreDNS 1.12).
 func hasPlugin(bin, name string) bool {
 	list, _ := exec.Command(bin, "-plugins").Output()
-	for _, f := range strings.Fields(string(list)) {
-		if f == name || f == "dns."+name { // "dns." in CoreDNS releases before 1.12
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(strings.Fields(string(list)), func(f string) bool { return f == name || f == "dns."+name })
 }
 
 // wait polls every 10 ms, so that ReadyIn can be read as a measurement,

@@ -69,15 +69,10 @@ func Labels(s *dto.Metric) map[string]string {
 	return out
 }
 
-// SeriesValue is a gauge's, counter's or untyped series' value.
+// SeriesValue is a gauge's, counter's or untyped series' value: the one of
+// the three a series has, the others reading 0.
 func SeriesValue(s *dto.Metric) float64 {
-	switch {
-	case s.Gauge != nil:
-		return s.GetGauge().GetValue()
-	case s.Counter != nil:
-		return s.GetCounter().GetValue()
-	}
-	return s.GetUntyped().GetValue()
+	return s.GetGauge().GetValue() + s.GetCounter().GetValue() + s.GetUntyped().GetValue()
 }
 
 // ScrapeValue scrapes url and returns one series' value (Metrics.Value).

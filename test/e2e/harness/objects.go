@@ -1,8 +1,7 @@
 package harness
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
+	"cmp"
 	"context"
 	"fmt"
 
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
 // Resource returns the dynamic client for obj's kind, in obj's namespace when
@@ -28,11 +29,7 @@ func (e *Env) Resource(obj *unstructured.Unstructured) (dynamic.ResourceInterfac
 		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		return e.Dynamic.Resource(m.Resource).Namespace(ns), nil
+		return e.Dynamic.Resource(m.Resource).Namespace(cmp.Or(obj.GetNamespace(), metav1.NamespaceDefault)), nil
 	}
 	return e.Dynamic.Resource(m.Resource), nil
 }
@@ -47,23 +44,19 @@ func (e *Env) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstr
 	obj = obj.DeepCopy()
 	obj.SetResourceVersion("")
 	out, err := ri.Create(ctx, obj, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return nil, fmt.Errorf("creating %s: %w", contract.Describe(obj), err)
-		}
-		return out, nil
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err != nil {
+	if apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj.SetResourceVersion(old.GetResourceVersion())
+			out, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
 			return err
-		}
-		obj.SetResourceVersion(old.GetResourceVersion())
-		out, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
-		return err
-	})
+		})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("updating %s: %w", contract.Describe(obj), err)
+		return nil, fmt.Errorf("applying %s: %w", contract.Describe(obj), err)
 	}
 	return out, nil
 }
