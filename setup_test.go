@@ -11,9 +11,8 @@ import (
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
-		input   string
-		wantErr string // empty: no error
-		check   func(*testing.T, *Multicluster)
+		input string
+		check func(*testing.T, *Multicluster)
 	}{
 		{input: `multicluster`, check: func(t *testing.T, m *Multicluster) {
 			if len(m.Zones) != 1 || m.Zones[0] != "clusterset.local." || m.TTL != 5 || m.kubeconfig != "" || m.fallback || m.startupTimeout != 5*time.Second ||
@@ -63,6 +62,20 @@ func TestParse(t *testing.T) {
 				t.Errorf("ns_address %v", m.nsAddrs)
 			}
 		}},
+	} {
+		m, err := parse(testController(tc.input))
+		if err != nil {
+			t.Errorf("%q: %v", tc.input, err)
+			continue
+		}
+		tc.check(t, m)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		input, wantErr string
+	}{
 		{input: "multicluster {\n ns_address kube-dns\n}", wantErr: `Testfile:2 - Error during parsing: ns_address "kube-dns" is not an IP address`},
 		{input: "multicluster {\n ns_address\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n cluster_id East\n}", wantErr: `Testfile:2 - Error during parsing: cluster_id "East" is not a cluster ID`},
@@ -92,21 +105,18 @@ func TestParse(t *testing.T) {
 		{input: "multicluster {\n resyncperiod 5m\n}", wantErr: `Testfile:2 - Error during parsing: unknown option "resyncperiod"`},
 		{input: "multicluster\nmulticluster", wantErr: "this plugin"},
 	} {
-		c := caddy.NewTestController("dns", tc.input)
-		c.ServerBlockKeys = []string{"clusterset.local."}
-		m, err := parse(c)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%q: error %v, want %q", tc.input, err, tc.wantErr)
-			}
-			continue
+		if _, err := parse(testController(tc.input)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%q: error %v, want %q", tc.input, err, tc.wantErr)
 		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.input, err)
-			continue
-		}
-		tc.check(t, m)
 	}
+}
+
+// testController is the controller of input in the server block of
+// clusterset.local.
+func testController(input string) *caddy.Controller {
+	c := caddy.NewTestController("dns", input)
+	c.ServerBlockKeys = []string{"clusterset.local."}
+	return c
 }
 
 func TestSetupWrapsErrors(t *testing.T) {

@@ -25,6 +25,60 @@ import (
 // It reports time and allocations per object (issue 14).
 func BenchmarkDecodeImports(b *testing.B) {
 	const n = 1000
+	page := importListPage(b, n)
+	b.Run("plugin", func(b *testing.B) {
+		tv := typedVersions[V1beta1]
+		benchDecodePage(b, n, func(b *testing.B) (got int) {
+			obj, err := tv.decode(page)
+			if err != nil {
+				b.Fatal(err)
+			}
+			list := obj.(*decodedList[mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImport])
+			for i := range list.Items {
+				if im, _ := tv.read(&list.Items[i]); im.HasData {
+					got++
+				}
+			}
+			return got
+		})
+	})
+	b.Run("unstructured", func(b *testing.B) {
+		benchDecodePage(b, n, func(b *testing.B) (got int) {
+			var list unstructured.UnstructuredList
+			if err := list.UnmarshalJSON(page); err != nil {
+				b.Fatal(err)
+			}
+			for i := range list.Items {
+				var si mcsv1beta1.ServiceImport
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &si); err != nil {
+					b.Fatal(err)
+				}
+				if importFromTyped(&si).HasData {
+					got++
+				}
+			}
+			return got
+		})
+	})
+	b.Run("typed", func(b *testing.B) {
+		benchDecodePage(b, n, func(b *testing.B) (got int) {
+			var list mcsv1beta1.ServiceImportList
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(page, &list); err != nil {
+				b.Fatal(err)
+			}
+			for i := range list.Items {
+				if importFromTyped(&list.Items[i]).HasData {
+					got++
+				}
+			}
+			return got
+		})
+	})
+}
+
+// importListPage is the JSON of a LIST page of n v1beta1 ServiceImports as
+// the API server sends it.
+func importListPage(b *testing.B, n int) []byte {
 	type item map[string]any
 	items := make([]item, n)
 	for i := range items {
@@ -43,73 +97,21 @@ func BenchmarkDecodeImports(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	check := func(b *testing.B, got int) {
-		if got != n {
+	return page
+}
+
+// benchDecodePage runs decode, which turns the page of n imports into the
+// cache's copies and returns how many have data, b.N times; it fails unless
+// all n have, and reports time per object instead of per page.
+func benchDecodePage(b *testing.B, n int, decode func(*testing.B) int) {
+	b.ReportAllocs()
+	for range b.N {
+		if got := decode(b); got != n {
 			b.Fatalf("%d imports with data, want %d", got, n)
 		}
 	}
-	perObject := func(b *testing.B) {
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
-		b.ReportMetric(0, "ns/op")
-	}
-
-	b.Run("plugin", func(b *testing.B) {
-		b.ReportAllocs()
-		tv := typedVersions[V1beta1]
-		for range b.N {
-			obj, err := tv.decode(page)
-			if err != nil {
-				b.Fatal(err)
-			}
-			list := obj.(*decodedList[mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImport])
-			got := 0
-			for i := range list.Items {
-				if im, _ := tv.read(&list.Items[i]); im.HasData {
-					got++
-				}
-			}
-			check(b, got)
-		}
-		perObject(b)
-	})
-	b.Run("unstructured", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			var list unstructured.UnstructuredList
-			if err := list.UnmarshalJSON(page); err != nil {
-				b.Fatal(err)
-			}
-			got := 0
-			for i := range list.Items {
-				var si mcsv1beta1.ServiceImport
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &si); err != nil {
-					b.Fatal(err)
-				}
-				if importFromTyped(&si).HasData {
-					got++
-				}
-			}
-			check(b, got)
-		}
-		perObject(b)
-	})
-	b.Run("typed", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			var list mcsv1beta1.ServiceImportList
-			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(page, &list); err != nil {
-				b.Fatal(err)
-			}
-			got := 0
-			for i := range list.Items {
-				if importFromTyped(&list.Items[i]).HasData {
-					got++
-				}
-			}
-			check(b, got)
-		}
-		perObject(b)
-	})
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
+	b.ReportMetric(0, "ns/op")
 }
 
 // importFromTyped is the plugin's reading of mcs-api's typed object.

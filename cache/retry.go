@@ -95,7 +95,7 @@ func noAnswer(ctx context.Context, err error, took time.Duration) error {
 // again every passingRetry, and not reported, for passingFor.
 type refusals struct {
 	granted atomic.Bool  // a request has been allowed since start
-	since   atomic.Int64 // unix nanoseconds of the first refusal since the last allowed request; 0 while allowed
+	since   atomic.Int64 // the first refusal since the last allowed request, in nanoseconds since epoch (monotonic); 0 while allowed
 }
 
 const (
@@ -112,7 +112,7 @@ func (r *refusals) allowed() {
 // passing records a refusal and reports whether it is likely to pass: the
 // identity had access before and has been refused for less than passingFor.
 func (r *refusals) passing() bool {
-	now := time.Now().UnixNano()
+	now := int64(time.Since(epoch))
 	r.since.CompareAndSwap(0, now)
 	return r.granted.Load() && time.Duration(now-r.since.Load()) < passingFor
 }
@@ -189,7 +189,9 @@ func (c *Controller) waitingOutErrors(what string, access *permission, lw *tools
 			last := c.answered.Load()
 			recent := last != 0 && time.Since(epoch)-time.Duration(last) < dialTimeout+retryEvery
 			if !recent && c.apiDown.CompareAndSwap(false, true) {
-				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying every %s: %v", retryEvery, err)
+				// Retried every retryEvery, or at once after a dial
+				// that waited dialTimeout for an answer.
+				c.cfg.Log.Warningf("cannot reach the API server; answering from what is known and retrying: %v", err)
 			}
 			if errors.Is(err, errNoAnswer) {
 				every = 0 // the attempt waited dialTimeout already

@@ -147,7 +147,7 @@ func TestRefusalsPassOnlyAfterAccess(t *testing.T) {
 	if !r.passing() || !r.passing() {
 		t.Fatal("allowed before: a fresh refusal should pass")
 	}
-	r.since.Store(time.Now().Add(-passingFor).UnixNano())
+	r.since.Store(int64(time.Since(epoch) - passingFor))
 	if r.passing() {
 		t.Fatalf("refused for %s: it should be reported", passingFor)
 	}

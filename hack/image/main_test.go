@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -44,7 +45,30 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkImageConfig(t, img, created)
 
+	// Through the tarball and back, as docker load would read it.
+	back := throughTarball(t, img)
+	want, _ := img.Digest()
+	if got, err := back.Digest(); err != nil || got != want {
+		t.Errorf("digest read back %v (%v), want %v", got, err, want)
+	}
+	checkLayer(t, back, bin, created)
+
+	// Reproducible: the same input gives the same image.
+	again, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := again.Digest(); d != want {
+		t.Errorf("second build %v, first %v", d, want)
+	}
+}
+
+// checkImageConfig checks the image's configuration: platform, creation
+// time, user, entrypoint, ports, labels (with revision abc123), one layer.
+func checkImageConfig(t *testing.T, img v1.Image, created time.Time) {
+	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +94,12 @@ func TestImage(t *testing.T) {
 	if len(cf.History) != 1 || len(cf.RootFS.DiffIDs) != 1 {
 		t.Errorf("history %v, diff IDs %v; want one of each", cf.History, cf.RootFS.DiffIDs)
 	}
+}
 
-	// Through the tarball and back, as docker load would read it.
+// throughTarball writes img with Write, tagged DefaultTag, into a directory
+// that does not exist yet, and reads it back.
+func throughTarball(t *testing.T, img v1.Image) v1.Image {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "sub", "image.tar")
 	ref := name.MustParseReference(DefaultTag).(name.Tag)
 	if err := Write(out, ref, img); err != nil {
@@ -81,11 +109,15 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := img.Digest()
-	if got, err := back.Digest(); err != nil || got != want {
-		t.Errorf("digest read back %v (%v), want %v", got, err, want)
-	}
-	layers, err := back.Layers()
+	return back
+}
+
+// checkLayer checks that img has one layer with one entry: the binary bin
+// at /coredns, owned by 65532, executable, of time created, with the
+// capability to bind port 53.
+func checkLayer(t *testing.T, img v1.Image, bin string, created time.Time) {
+	t.Helper()
+	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("%d layers (%v), want 1", len(layers), err)
 	}
@@ -113,15 +145,6 @@ func TestImage(t *testing.T) {
 	}
 	if _, err := tr.Next(); !errors.Is(err, io.EOF) {
 		t.Errorf("more than one entry in the layer: %v", err)
-	}
-
-	// Reproducible: the same input gives the same image.
-	again, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := again.Digest(); d != want {
-		t.Errorf("second build %v, first %v", d, want)
 	}
 }
 

@@ -244,78 +244,100 @@ func TestChartDryRun(t *testing.T) {
 		}
 		dryRunAll(t, objs, nil)
 
-		var core []*unstructured.Unstructured
-		for _, o := range objs {
-			if o.GetName() == name {
-				core = append(core, o)
-			}
-		}
-		d := find[appsv1.Deployment](t, core, "Deployment")
-		svc := find[corev1.Service](t, core, "Service")
-		cm := find[corev1.ConfigMap](t, core, "ConfigMap")
-		c := d.Spec.Template.Spec.Containers[0]
-		if want := "registry.example/dns/coredns-multicluster@" + chartDigest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
-			t.Errorf("image %s (%s), want %s (Always)", c.Image, c.ImagePullPolicy, want)
-		}
-		if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
-			t.Errorf("replicas %v, want 3", d.Spec.Replicas)
-		}
-		if c.Resources.Limits.Cpu().String() != "1" || c.Resources.Requests.Memory().String() != "128Mi" {
-			t.Errorf("resources %s, want the values'", mustJSON(c.Resources))
-		}
-		if tsc := d.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
-			t.Errorf("topology spread %s, want one on hostname, DoNotSchedule", mustJSON(tsc))
-		}
-		if d.Spec.Template.Spec.ServiceAccountName != name || d.Spec.Template.Spec.Volumes[0].ConfigMap.Name != name {
-			t.Errorf("the pods run as %s with ConfigMap %s, want %s", d.Spec.Template.Spec.ServiceAccountName, d.Spec.Template.Spec.Volumes[0].ConfigMap.Name, name)
-		}
-		conf := parseCorefile(t, cm.Data["Corefile"])
-		for _, line := range []string{"log", "multicluster clusterset.local {", "ttl 10", "fallthrough"} {
-			if !slices.ContainsFunc(strings.Split(conf.text, "\n"), func(l string) bool { return strings.TrimSpace(l) == line }) {
-				t.Errorf("the Corefile has no line %q:\n%s", line, conf.text)
-			}
-		}
-
-		// The Prometheus Operator's objects, strictly into their Go types.
-		sm := find[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
-		if sm.Labels["release"] != "kube-prometheus-stack" {
-			t.Errorf("ServiceMonitor labels %v, want the values'", sm.Labels)
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(svc.Labels)) || len(sm.Spec.Endpoints) != 1 ||
-			!slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port }) ||
-			!slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{ns}) {
-			t.Errorf("ServiceMonitor %s does not select the Service (labels %v, ports %s)", mustJSON(sm.Spec), svc.Labels, mustJSON(svc.Spec.Ports))
-		}
-		rule := find[monitoringv1.PrometheusRule](t, objs, "PrometheusRule")
-		var file struct {
-			Groups []monitoringv1.RuleGroup `json:"groups"`
-		}
-		data, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/prometheus/coredns-multicluster.rules.yaml"))
-		if err == nil {
-			err = yaml.UnmarshalStrict(data, &file)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(file.Groups) == 0 || !reflect.DeepEqual(rule.Spec.Groups, file.Groups) {
-			t.Errorf("PrometheusRule groups %s, want deploy/monitoring's %s", mustJSON(rule.Spec.Groups), mustJSON(file.Groups))
-		}
-		dash := find[corev1.ConfigMap](t, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool {
-			return o.GetName() != name+"-dashboard"
-		}), "ConfigMap")
-		dashJSON, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/dashboard.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := dash.Data["coredns-multicluster.json"]
-		if strings.TrimSpace(got) != strings.TrimSpace(string(dashJSON)) || !json.Valid([]byte(got)) {
-			t.Errorf("the dashboard ConfigMap does not hold deploy/monitoring/dashboard.json")
-		}
-		if dash.Labels["grafana_dashboard"] != "1" || dash.Annotations["grafana_folder"] != "DNS" {
-			t.Errorf("dashboard ConfigMap labels %v, annotations %v", dash.Labels, dash.Annotations)
-		}
+		svc := checkChartCore(t, objs, name)
+		checkChartMonitoring(t, objs, svc, ns)
+		checkChartDashboard(t, objs, name)
 	})
+}
+
+// checkChartCore checks the objects named name (the chart's own, beside
+// the monitoring ones) against chartEverything's values, and returns the
+// Service.
+func checkChartCore(t *testing.T, objs []*unstructured.Unstructured, name string) *corev1.Service {
+	t.Helper()
+	var core []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetName() == name {
+			core = append(core, o)
+		}
+	}
+	d := find[appsv1.Deployment](t, core, "Deployment")
+	svc := find[corev1.Service](t, core, "Service")
+	cm := find[corev1.ConfigMap](t, core, "ConfigMap")
+	c := d.Spec.Template.Spec.Containers[0]
+	if want := "registry.example/dns/coredns-multicluster@" + chartDigest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("image %s (%s), want %s (Always)", c.Image, c.ImagePullPolicy, want)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+		t.Errorf("replicas %v, want 3", d.Spec.Replicas)
+	}
+	if c.Resources.Limits.Cpu().String() != "1" || c.Resources.Requests.Memory().String() != "128Mi" {
+		t.Errorf("resources %s, want the values'", mustJSON(c.Resources))
+	}
+	if tsc := d.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
+		t.Errorf("topology spread %s, want one on hostname, DoNotSchedule", mustJSON(tsc))
+	}
+	if d.Spec.Template.Spec.ServiceAccountName != name || d.Spec.Template.Spec.Volumes[0].ConfigMap.Name != name {
+		t.Errorf("the pods run as %s with ConfigMap %s, want %s", d.Spec.Template.Spec.ServiceAccountName, d.Spec.Template.Spec.Volumes[0].ConfigMap.Name, name)
+	}
+	conf := parseCorefile(t, cm.Data["Corefile"])
+	for _, line := range []string{"log", "multicluster clusterset.local {", "ttl 10", "fallthrough"} {
+		if !slices.ContainsFunc(strings.Split(conf.text, "\n"), func(l string) bool { return strings.TrimSpace(l) == line }) {
+			t.Errorf("the Corefile has no line %q:\n%s", line, conf.text)
+		}
+	}
+	return svc
+}
+
+// checkChartMonitoring checks the Prometheus Operator's objects, strictly
+// into their Go types: the ServiceMonitor selects svc in ns, the
+// PrometheusRule holds deploy/monitoring's rules.
+func checkChartMonitoring(t *testing.T, objs []*unstructured.Unstructured, svc *corev1.Service, ns string) {
+	t.Helper()
+	sm := find[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor")
+	if sm.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("ServiceMonitor labels %v, want the values'", sm.Labels)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(svc.Labels)) || len(sm.Spec.Endpoints) != 1 ||
+		!slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port }) ||
+		!slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{ns}) {
+		t.Errorf("ServiceMonitor %s does not select the Service (labels %v, ports %s)", mustJSON(sm.Spec), svc.Labels, mustJSON(svc.Spec.Ports))
+	}
+	rule := find[monitoringv1.PrometheusRule](t, objs, "PrometheusRule")
+	var file struct {
+		Groups []monitoringv1.RuleGroup `json:"groups"`
+	}
+	data, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/prometheus/coredns-multicluster.rules.yaml"))
+	if err == nil {
+		err = yaml.UnmarshalStrict(data, &file)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Groups) == 0 || !reflect.DeepEqual(rule.Spec.Groups, file.Groups) {
+		t.Errorf("PrometheusRule groups %s, want deploy/monitoring's %s", mustJSON(rule.Spec.Groups), mustJSON(file.Groups))
+	}
+}
+
+// checkChartDashboard checks that ConfigMap name-dashboard holds
+// deploy/monitoring/dashboard.json, labelled and annotated for Grafana.
+func checkChartDashboard(t *testing.T, objs []*unstructured.Unstructured, name string) {
+	t.Helper()
+	dash := find[corev1.ConfigMap](t, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool {
+		return o.GetName() != name+"-dashboard"
+	}), "ConfigMap")
+	dashJSON, err := os.ReadFile(filepath.Join(env.Repo, "deploy/monitoring/dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dash.Data["coredns-multicluster.json"]
+	if strings.TrimSpace(got) != strings.TrimSpace(string(dashJSON)) || !json.Valid([]byte(got)) {
+		t.Errorf("the dashboard ConfigMap does not hold deploy/monitoring/dashboard.json")
+	}
+	if dash.Labels["grafana_dashboard"] != "1" || dash.Annotations["grafana_folder"] != "DNS" {
+		t.Errorf("dashboard ConfigMap labels %v, annotations %v", dash.Labels, dash.Annotations)
+	}
 }
 
 // installMonitoringCRDs installs the CRDs of ServiceMonitor and

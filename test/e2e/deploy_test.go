@@ -163,28 +163,7 @@ func TestDeployWiring(t *testing.T) {
 		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
 	}
 	pod := d.Spec.Template.Spec
-
-	// At scale: spread over nodes and zones, one eviction at a time, both
-	// selecting the Deployment's pods.
-	podLabels := labels.Set(d.Spec.Template.Labels)
-	var keys []string
-	for _, c := range pod.TopologySpreadConstraints {
-		keys = append(keys, c.TopologyKey)
-		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
-		if err != nil || !sel.Matches(podLabels) || c.WhenUnsatisfiable != corev1.ScheduleAnyway || c.MaxSkew != 1 {
-			t.Errorf("topology spread on %s: selector %v (%v), %s, skew %d; want the pods' labels, ScheduleAnyway, skew 1",
-				c.TopologyKey, c.LabelSelector, err, c.WhenUnsatisfiable, c.MaxSkew)
-		}
-	}
-	if !slices.Equal(keys, []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"}) {
-		t.Errorf("topology spread over %v, want nodes and zones", keys)
-	}
-	pdb := find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
-	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || !sel.Matches(podLabels) || pdb.Namespace != d.Namespace ||
-		pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
-		t.Errorf("PodDisruptionBudget %s/%s selects %v, maxUnavailable %v; want the Deployment's pods, 1", pdb.Namespace, pdb.Name,
-			pdb.Spec.Selector, pdb.Spec.MaxUnavailable)
-	}
+	checkDeploySpread(t, d, find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget"))
 	if pod.ServiceAccountName != sa.Name || d.Namespace != sa.Namespace {
 		t.Errorf("the pods run as %s/%s, deploy/rbac.yaml creates %s/%s", d.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
 	}
@@ -199,8 +178,42 @@ func TestDeployWiring(t *testing.T) {
 	if c.Image != "ghcr.io/clustersetdns/coredns-multicluster:latest" {
 		t.Errorf("image %q, want the documented placeholder", c.Image)
 	}
+	checkDeploySecurity(t, c)
+	checkCorefileMounted(t, pod, c, cm)
+	core := parseCorefile(t, cm.Data["Corefile"])
+	containerPort := checkDeployPorts(t, c, core)
+	checkDeployService(t, svc, d, containerPort)
+}
 
-	// Security: what the brief and Pod Security "restricted" ask for.
+// checkDeploySpread checks the Deployment at scale: spread over nodes and
+// zones, one eviction at a time, both selecting the Deployment's pods.
+func checkDeploySpread(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	var keys []string
+	for _, c := range pod.TopologySpreadConstraints {
+		keys = append(keys, c.TopologyKey)
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil || !sel.Matches(podLabels) || c.WhenUnsatisfiable != corev1.ScheduleAnyway || c.MaxSkew != 1 {
+			t.Errorf("topology spread on %s: selector %v (%v), %s, skew %d; want the pods' labels, ScheduleAnyway, skew 1",
+				c.TopologyKey, c.LabelSelector, err, c.WhenUnsatisfiable, c.MaxSkew)
+		}
+	}
+	if !slices.Equal(keys, []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"}) {
+		t.Errorf("topology spread over %v, want nodes and zones", keys)
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || !sel.Matches(podLabels) || pdb.Namespace != d.Namespace ||
+		pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PodDisruptionBudget %s/%s selects %v, maxUnavailable %v; want the Deployment's pods, 1", pdb.Namespace, pdb.Name,
+			pdb.Spec.Selector, pdb.Spec.MaxUnavailable)
+	}
+}
+
+// checkDeploySecurity checks the container's security: what the brief and
+// Pod Security "restricted" ask for, and resources.
+func checkDeploySecurity(t *testing.T, c corev1.Container) {
+	t.Helper()
 	sc := c.SecurityContext
 	switch {
 	case sc == nil:
@@ -217,8 +230,12 @@ func TestDeployWiring(t *testing.T) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %s, want CPU and memory requests and a memory limit", mustJSON(c.Resources))
 	}
+}
 
-	// The Corefile: in the ConfigMap, mounted where -conf reads it.
+// checkCorefileMounted checks that the Corefile -conf reads is in the
+// ConfigMap, mounted where -conf reads it.
+func checkCorefileMounted(t *testing.T, pod corev1.PodSpec, c corev1.Container, cm *corev1.ConfigMap) {
+	t.Helper()
 	conf := ""
 	if i := slices.Index(c.Args, "-conf"); i >= 0 && i+1 < len(c.Args) {
 		conf = c.Args[i+1]
@@ -240,9 +257,12 @@ func TestDeployWiring(t *testing.T) {
 	if !mounted {
 		t.Errorf("-conf %q is not the Corefile key of ConfigMap %s mounted without subPath (reload needs the kubelet's updates)", conf, cm.Name)
 	}
-	core := parseCorefile(t, cm.Data["Corefile"])
+}
 
-	// Probes and ports against the Corefile.
+// checkDeployPorts checks the probes and ports against the Corefile, and
+// returns the container's ports by name.
+func checkDeployPorts(t *testing.T, c corev1.Container, core corefile) map[string]corev1.ContainerPort {
+	t.Helper()
 	probe := func(name string, p *corev1.Probe, urlPath string, port int) {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != urlPath || p.HTTPGet.Port != intstr.FromInt32(int32(port)) {
 			t.Errorf("%s %s, want HTTP GET %s on %d, where the Corefile serves it", name, mustJSON(p), urlPath, port)
@@ -266,8 +286,13 @@ func TestDeployWiring(t *testing.T) {
 			t.Errorf("container port %q is %d/%s, want %d/%s", name, got.ContainerPort, got.Protocol, want.ContainerPort, want.Protocol)
 		}
 	}
+	return containerPort
+}
 
-	// The Service: ClusterIP, selecting the pods, 53/UDP, 53/TCP and 9153.
+// checkDeployService checks the Service: ClusterIP, selecting the pods,
+// 53/UDP, 53/TCP and 9153, each targeting a container port.
+func checkDeployService(t *testing.T, svc *corev1.Service, d *appsv1.Deployment, containerPort map[string]corev1.ContainerPort) {
+	t.Helper()
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Namespace != d.Namespace {
 		t.Errorf("Service %s/%s of type %s, want ClusterIP in %s", svc.Namespace, svc.Name, svc.Spec.Type, d.Namespace)
 	}

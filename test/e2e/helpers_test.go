@@ -115,6 +115,15 @@ func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressT
 	for _, ep := range eps {
 		es.Endpoints = append(es.Endpoints, ep.endpoint())
 	}
+	applyObjects(t, sliceObject(t, es))
+}
+
+// managedByLabel names the controller that manages an EndpointSlice.
+const managedByLabel = "endpointslice.kubernetes.io/managed-by"
+
+// sliceObject is es as an object to apply.
+func sliceObject(t testing.TB, es *discoveryv1.EndpointSlice) *unstructured.Unstructured {
+	t.Helper()
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(es)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +131,7 @@ func applyMCSSlice(t *testing.T, ns, name, service, cluster, managedBy, addressT
 	u := &unstructured.Unstructured{Object: m}
 	u.SetAPIVersion("discovery.k8s.io/v1")
 	u.SetKind("EndpointSlice")
-	applyObjects(t, u)
+	return u
 }
 
 // writeImport writes im through v1beta1 as an MCS controller does: the

@@ -76,6 +76,31 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkImageConfigAsDockerfile(t, cf)
+
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 1 || len(cf.RootFS.DiffIDs) != 1 {
+		t.Fatalf("%d layers, %d diff IDs; want 1 of each (an empty base)", len(layers), len(cf.RootFS.DiffIDs))
+	}
+	bin := extractCoreDNS(t, layers[0])
+	checkStaticStripped(t, bin)
+
+	// It runs, and serves the zone from the API server.
+	dns := harness.RunCoreDNS(t, bin, harness.CoreDNSOptions{
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig),
+	})
+	expect(t, dns, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	expect(t, dns, defaultTTL, n("cart.shop"), "AAAA", want{Answer: []string{aaaa(n("cart.shop"), "fd00:42::30")}})
+}
+
+// checkImageConfigAsDockerfile checks the image's configuration: user,
+// entrypoint, ports and platform, and that they, the working directory and
+// the labels are what the Dockerfile's final stage says.
+func checkImageConfigAsDockerfile(t *testing.T, cf *v1.ConfigFile) {
+	t.Helper()
 	c := cf.Config
 	if c.User != "65532:65532" {
 		t.Errorf("user %q, want 65532:65532", c.User)
@@ -116,17 +141,13 @@ func TestImage(t *testing.T) {
 			t.Errorf("label %s is %q, the Dockerfile's %q", k, c.Labels[k], labels[k])
 		}
 	}
+}
 
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(layers) != 1 || len(cf.RootFS.DiffIDs) != 1 {
-		t.Fatalf("%d layers, %d diff IDs; want 1 of each (an empty base)", len(layers), len(cf.RootFS.DiffIDs))
-	}
-	bin := extractCoreDNS(t, layers[0])
-
-	// The empty base has no C library and no dynamic loader.
+// checkStaticStripped checks that the binary bin is static (the empty base
+// has no C library and no dynamic loader) and built as the Makefile's
+// coredns target builds it.
+func checkStaticStripped(t *testing.T, bin string) {
+	t.Helper()
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +182,6 @@ func TestImage(t *testing.T) {
 		t.Errorf("/coredns is %s built with CGO_ENABLED=%q -trimpath=%q; want ./cmd/coredns with CGO_ENABLED=0 -trimpath",
 			info.Path, settings["CGO_ENABLED"], settings["-trimpath"])
 	}
-
-	// It runs, and serves the zone from the API server.
-	dns := harness.RunCoreDNS(t, bin, harness.CoreDNSOptions{
-		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig),
-	})
-	expect(t, dns, defaultTTL, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
-	expect(t, dns, defaultTTL, n("cart.shop"), "AAAA", want{Answer: []string{aaaa(n("cart.shop"), "fd00:42::30")}})
 }
 
 // extractCoreDNS checks the layer holds /coredns alone, as the image needs

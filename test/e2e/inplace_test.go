@@ -57,12 +57,7 @@ func TestInPlaceKubeadm(t *testing.T) {
 		t.Fatalf("%v: hack/realenv/build.sh writes it", err)
 	}
 	t.Parallel()
-	// kubeadm's Service CIDR: its kube-dns Service has the address 10.96.0.10.
-	e, err := harness.Start(harness.Options{Repo: env.Repo, Audit: true, APIServerFlags: map[string]string{"service-cluster-ip-range": "10.96.0.0/12"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := startKubeadmEnv(t)
 	ctx, cancel := harness.Context(10 * time.Minute)
 	defer cancel()
 	objs, err := contract.ReadObjects(filepath.Join(env.Repo, "testdata"))
@@ -80,20 +75,59 @@ func TestInPlaceKubeadm(t *testing.T) {
 	if err := e.WriteAdminKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	inPlace := func(args ...string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(env.Repo, "deploy", "in-place.sh"), args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "GOWORK=off")
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ deploy/in-place.sh %s\n%s", strings.Join(args, " "), out)
-		if err != nil {
-			t.Fatalf("deploy/in-place.sh %s: %v", args[0], err)
-		}
-	}
 
 	// No kubelet here: --wait 0 leaves out waiting for the rollout.
-	inPlace("install", "--image", imageName, "--wait", "0")
+	runInPlace(ctx, t, kubeconfig, "install", "--image", imageName, "--wait", "0")
 	installed := readKubeadmObjects(ctx, t, e)
+	checkInstalledInPlace(t, installed)
+
+	// The Deployment's container, as the kubelet would start it now.
+	rootfs, img := podImage(t)
+	token := serviceAccountToken(t, e, kubeadmNS, kubeadmName, installed.role.Rules)
+	pod, err := sandbox.StartPod(t, e, sandbox.PodOptions{Deployment: installed.dep, ConfigMaps: []*corev1.ConfigMap{installed.cm},
+		Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pod.WaitReady(90 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	answersClusterAndZone(ctx, t, e, pod)
+	checkKubeadmPodIdle(t, e, pod)
+
+	runInPlace(ctx, t, kubeconfig, "uninstall", "--wait", "0")
+	checkUninstalledInPlace(ctx, t, e, kubeadm)
+}
+
+// startKubeadmEnv starts an API server with kubeadm's Service CIDR: its
+// kube-dns Service has the address 10.96.0.10.
+func startKubeadmEnv(t *testing.T) *harness.Env {
+	t.Helper()
+	e, err := harness.Start(harness.Options{Repo: env.Repo, Audit: true, APIServerFlags: map[string]string{"service-cluster-ip-range": "10.96.0.0/12"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	return e
+}
+
+// runInPlace runs deploy/in-place.sh with args as the admin of kubeconfig,
+// logging its output.
+func runInPlace(ctx context.Context, t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(env.Repo, "deploy", "in-place.sh"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	t.Logf("$ deploy/in-place.sh %s\n%s", strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("deploy/in-place.sh %s: %v", args[0], err)
+	}
+}
+
+// checkInstalledInPlace checks kubeadm's objects after install: the
+// multicluster line in the Corefile, the image, the plugin's rules.
+func checkInstalledInPlace(t *testing.T, installed kubeadmObjects) {
+	t.Helper()
 	corefile := installed.cm.Data["Corefile"]
 	if !strings.Contains(corefile, "\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n") {
 		t.Errorf("the Corefile has no multicluster line just before kubernetes:\n%s", corefile)
@@ -110,21 +144,13 @@ func TestInPlaceKubeadm(t *testing.T) {
 			t.Errorf("%s lacks the plugin's rule %v after install: %v", kubeadmRole, r, installed.role.Rules)
 		}
 	}
+}
 
-	// The Deployment's container, as the kubelet would start it now.
-	rootfs, img := podImage(t)
-	token := serviceAccountToken(t, e, kubeadmNS, kubeadmName, installed.role.Rules)
-	pod, err := sandbox.StartPod(t, e, sandbox.PodOptions{Deployment: installed.dep, ConfigMaps: []*corev1.ConfigMap{installed.cm},
-		Token: token, Rootfs: rootfs, Image: img, UnprivilegedPorts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pod.WaitReady(90 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	answersClusterAndZone(ctx, t, e, pod)
-
-	// Idle: the ServiceAccount's requests beyond its watches.
+// checkKubeadmPodIdle checks that, idle, the ServiceAccount makes at most
+// one request a minute beyond its watches, and that CoreDNS ran into no
+// denial.
+func checkKubeadmPodIdle(t *testing.T, e *harness.Env, pod *sandbox.Pod) {
+	t.Helper()
 	since := time.Now()
 	time.Sleep(quietWindow)
 	evs, err := e.AuditEvents(kubeadmUser, since)
@@ -139,8 +165,12 @@ func TestInPlaceKubeadm(t *testing.T) {
 	if out := strings.ToLower(pod.Output()); strings.Contains(out, "forbidden") || strings.Contains(out, "permission") || strings.Contains(out, "panic") {
 		t.Errorf("CoreDNS ran into a denial:\n%s", pod.Output())
 	}
+}
 
-	inPlace("uninstall", "--wait", "0")
+// checkUninstalledInPlace checks that uninstall restored kubeadm's objects
+// and removed the state install kept.
+func checkUninstalledInPlace(ctx context.Context, t *testing.T, e *harness.Env, kubeadm kubeadmObjects) {
+	t.Helper()
 	after := readKubeadmObjects(ctx, t, e)
 	if !reflect.DeepEqual(after.cm.Data, kubeadm.cm.Data) || !reflect.DeepEqual(after.cm.Labels, kubeadm.cm.Labels) || !reflect.DeepEqual(after.cm.Annotations, kubeadm.cm.Annotations) {
 		t.Errorf("after uninstall, the ConfigMap is not kubeadm's:\n%v\nwant\n%v", after.cm, kubeadm.cm)

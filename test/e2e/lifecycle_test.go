@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -46,14 +48,11 @@ func applyObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 	})
 }
 
-func remove(t testing.TB, yaml string) {
+// removeObjects deletes objs, in reverse order.
+func removeObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 	t.Helper()
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	objs, err := contract.DecodeYAML([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, o := range slices.Backward(objs) {
 		if err := env.Delete(ctx, o); err != nil {
 			t.Error(err)
@@ -61,11 +60,28 @@ func remove(t testing.TB, yaml string) {
 	}
 }
 
+// plainMCSSlice is an IPv4 MCS EndpointSlice name in ns, of service from
+// cluster, with ports and the endpoints eps, and no managed-by label.
+func plainMCSSlice(t testing.TB, ns, name, service, cluster string, ports []corev1.ServicePort, eps ...mcsEndpoint) *unstructured.Unstructured {
+	t.Helper()
+	es := harness.MCSSlice(ns, name, service, cluster, "", ports)
+	delete(es.Labels, managedByLabel)
+	for _, ep := range eps {
+		es.Endpoints = append(es.Endpoints, ep.endpoint())
+	}
+	return sliceObject(t, es)
+}
+
 // TestServiceImportLifecycle creates, updates and deletes a ServiceImport
 // and waits for each change in the answers.
 func TestServiceImportLifecycle(t *testing.T) {
 	c := startPluginDNS(t)
 	svc, ns := n("api.silife"), n("silife")
+	http, grpc := n("_http._tcp.api.silife"), n("_grpc._tcp.api.silife")
+	api0 := n("api-0.c1.api.silife")
+	api := func(typ string, ips []string, ports ...corev1.ServicePort) *unstructured.Unstructured {
+		return harness.Import{Namespace: "silife", Name: "api", Type: typ, IPs: ips, Ports: ports}.Object("v1beta1")
+	}
 
 	apply(t, `
 apiVersion: v1
@@ -77,119 +93,47 @@ metadata: {name: silife}
 	eventually(t, c, ns, "A", nxdomain())
 
 	t.Log("create a ClusterSetIP ServiceImport")
-	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-spec:
-  type: ClusterSetIP
-  ips: [10.50.0.1]
-  ports:
-  - {name: http, protocol: TCP, port: 80}
-`)
+	applyObjects(t, api("ClusterSetIP", []string{"10.50.0.1"}, harness.TCP("http", 80)))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.1")}})
 	eventually(t, c, ns, "A", nodata())
-	eventually(t, c, n("_http._tcp.api.silife"), "SRV", want{
-		Answer: []string{srv(n("_http._tcp.api.silife"), 100, 80, svc)},
-	})
+	eventually(t, c, http, "SRV", want{Answer: []string{srv(http, 100, 80, svc)}})
 
 	t.Log("update: new IPv4, an IPv6 address, another port, http moves to 8080")
-	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-spec:
-  type: ClusterSetIP
-  ips: [10.50.0.2, "fd00:50::2"]
-  ports:
-  - {name: http, protocol: TCP, port: 8080}
-  - {name: grpc, protocol: TCP, port: 9090}
-`)
+	applyObjects(t, api("ClusterSetIP", []string{"10.50.0.2", "fd00:50::2"}, harness.TCP("http", 8080), harness.TCP("grpc", 9090)))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.2")}})
 	eventually(t, c, svc, "AAAA", want{Answer: []string{aaaa(svc, "fd00:50::2")}})
-	eventually(t, c, n("_http._tcp.api.silife"), "SRV", want{
-		Answer:     []string{srv(n("_http._tcp.api.silife"), 100, 8080, svc)},
+	eventually(t, c, http, "SRV", want{
+		Answer:     []string{srv(http, 100, 8080, svc)},
 		Additional: []string{a(svc, "10.50.0.2"), aaaa(svc, "fd00:50::2")},
 	})
-	eventually(t, c, n("_grpc._tcp.api.silife"), "SRV", want{
-		Answer: []string{srv(n("_grpc._tcp.api.silife"), 100, 9090, svc)},
-	})
+	eventually(t, c, grpc, "SRV", want{Answer: []string{srv(grpc, 100, 9090, svc)}})
 
 	t.Log("update: drop a port")
-	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-spec:
-  type: ClusterSetIP
-  ips: [10.50.0.2, "fd00:50::2"]
-  ports:
-  - {name: grpc, protocol: TCP, port: 9090}
-`)
-	eventually(t, c, n("_http._tcp.api.silife"), "SRV", nxdomain())
+	applyObjects(t, api("ClusterSetIP", []string{"10.50.0.2", "fd00:50::2"}, harness.TCP("grpc", 9090)))
+	eventually(t, c, http, "SRV", nxdomain())
 	eventually(t, c, svc, "SRV", want{Answer: []string{srv(svc, 100, 9090, svc)}})
 
 	t.Log("update: ClusterSetIP becomes Headless, its endpoints come from a slice")
-	apply(t, `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: api-c1-abcde
-  namespace: silife
-  labels:
-    multicluster.kubernetes.io/service-name: api
-    multicluster.kubernetes.io/source-cluster: c1
-addressType: IPv4
-ports:
-- {name: grpc, protocol: TCP, port: 9090}
-endpoints:
-- addresses: [10.50.1.1]
-  hostname: api-0
-  conditions: {ready: true}
-`)
-	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-spec:
-  type: Headless
-  ports:
-  - {name: grpc, protocol: TCP, port: 9090}
-`)
+	applyObjects(t, plainMCSSlice(t, "silife", "api-c1-abcde", "api", "c1", []corev1.ServicePort{harness.TCP("grpc", 9090)},
+		mcsEndpoint{"10.50.1.1", "api-0", "true"}))
+	applyObjects(t, api("Headless", nil, harness.TCP("grpc", 9090)))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.1.1")}})
 	eventually(t, c, svc, "AAAA", nodata())
-	eventually(t, c, n("api-0.c1.api.silife"), "A", want{Answer: []string{a(n("api-0.c1.api.silife"), "10.50.1.1")}})
+	eventually(t, c, api0, "A", want{Answer: []string{a(api0, "10.50.1.1")}})
 
 	t.Log("delete the ServiceImport; its EndpointSlice stays")
-	remove(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-`)
+	removeObjects(t, api("Headless", nil))
 	eventually(t, c, svc, "A", nxdomain())
-	eventually(t, c, n("api-0.c1.api.silife"), "A", nxdomain())
+	eventually(t, c, api0, "A", nxdomain())
 	eventually(t, c, ns, "A", nxdomain())
 
 	t.Log("create it again")
-	apply(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-spec:
-  type: ClusterSetIP
-  ips: [10.50.0.3]
-  ports:
-  - {name: http, protocol: TCP, port: 80}
-`)
+	applyObjects(t, api("ClusterSetIP", []string{"10.50.0.3"}, harness.TCP("http", 80)))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.50.0.3")}})
-	eventually(t, c, n("api-0.c1.api.silife"), "A", nxdomain())
+	eventually(t, c, api0, "A", nxdomain())
 
 	t.Log("delete it again, a ClusterSetIP one this time")
-	remove(t, `
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: api, namespace: silife}
-`)
+	removeObjects(t, api("ClusterSetIP", nil))
 	eventually(t, c, svc, "A", nxdomain())
 	eventually(t, c, ns, "A", nxdomain())
 }
@@ -202,44 +146,24 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	srvName := n("_redis._tcp.cache.epslife")
 	r0 := n("r-0.c1.eu.cache.epslife")
 	ip2 := n("10-60-0-2.c1.eu.cache.epslife")
+	redis := []corev1.ServicePort{harness.TCP("redis", 6379)}
+	slice := func(name, cluster string, eps ...mcsEndpoint) *unstructured.Unstructured {
+		return plainMCSSlice(t, "epslife", name, "cache", cluster, redis, eps...)
+	}
 
 	apply(t, `
 apiVersion: v1
 kind: Namespace
 metadata: {name: epslife}
----
-apiVersion: multicluster.x-k8s.io/v1beta1
-kind: ServiceImport
-metadata: {name: cache, namespace: epslife}
-spec:
-  type: Headless
-  ports:
-  - {name: redis, protocol: TCP, port: 6379}
 `)
+	applyObjects(t, harness.Import{Namespace: "epslife", Name: "cache", Type: "Headless", Ports: redis}.Object("v1beta1"))
 	// The service has no ready endpoint, so no name: neither it nor its
 	// namespace exists (an NXDOMAIN name has nothing below it).
 	eventually(t, c, svc, "A", nxdomain())
 	eventually(t, c, n("epslife"), "A", nxdomain())
 
 	t.Log("create a slice in cluster c1.eu")
-	const c1 = `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: cache-c1-x1
-  namespace: epslife
-  labels:
-    multicluster.kubernetes.io/service-name: cache
-    multicluster.kubernetes.io/source-cluster: c1.eu
-addressType: IPv4
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-endpoints:
-- addresses: [10.60.0.1]
-  hostname: r-0
-  conditions: {ready: true}
-`
-	apply(t, c1)
+	applyObjects(t, slice("cache-c1-x1", "c1.eu", mcsEndpoint{"10.60.0.1", "r-0", "true"}))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.1")}})
 	eventually(t, c, n("epslife"), "A", nodata())
 	eventually(t, c, r0, "A", want{Answer: []string{a(r0, "10.60.0.1")}})
@@ -249,24 +173,8 @@ endpoints:
 	})
 
 	t.Log("update it: r-0 stops being ready, an endpoint without hostname or conditions joins")
-	apply(t, `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: cache-c1-x1
-  namespace: epslife
-  labels:
-    multicluster.kubernetes.io/service-name: cache
-    multicluster.kubernetes.io/source-cluster: c1.eu
-addressType: IPv4
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-endpoints:
-- addresses: [10.60.0.1]
-  hostname: r-0
-  conditions: {ready: false}
-- addresses: [10.60.0.2]
-`)
+	c1 := slice("cache-c1-x1", "c1.eu", mcsEndpoint{"10.60.0.1", "r-0", "false"}, mcsEndpoint{addr: "10.60.0.2"})
+	applyObjects(t, c1)
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2")}})
 	eventually(t, c, r0, "A", nxdomain())
 	eventually(t, c, ip2, "A", want{Answer: []string{a(ip2, "10.60.0.2")}})
@@ -274,23 +182,8 @@ endpoints:
 
 	t.Log("create a second slice, in cluster c2")
 	r5 := n("r-5.c2.cache.epslife")
-	apply(t, `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: cache-c2-y1
-  namespace: epslife
-  labels:
-    multicluster.kubernetes.io/service-name: cache
-    multicluster.kubernetes.io/source-cluster: c2
-addressType: IPv4
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-endpoints:
-- addresses: [10.61.0.5]
-  hostname: r-5
-  conditions: {ready: true}
-`)
+	r5ep := mcsEndpoint{"10.61.0.5", "r-5", "true"}
+	applyObjects(t, slice("cache-c2-y1", "c2", r5ep))
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2"), a(svc, "10.61.0.5")}})
 	eventually(t, c, srvName, "SRV", want{
 		Answer:     []string{srv(srvName, 50, 6379, ip2), srv(srvName, 50, 6379, r5)},
@@ -300,49 +193,22 @@ endpoints:
 
 	t.Log("relabel the second slice: it now comes from cluster c3")
 	r5c3 := n("r-5.c3.cache.epslife")
-	apply(t, `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: cache-c2-y1
-  namespace: epslife
-  labels:
-    multicluster.kubernetes.io/service-name: cache
-    multicluster.kubernetes.io/source-cluster: c3
-addressType: IPv4
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-endpoints:
-- addresses: [10.61.0.5]
-  hostname: r-5
-  conditions: {ready: true}
-`)
+	c3 := slice("cache-c2-y1", "c3", r5ep)
+	applyObjects(t, c3)
 	eventually(t, c, r5c3, "A", want{Answer: []string{a(r5c3, "10.61.0.5")}})
 	eventually(t, c, r5, "A", nxdomain())
 
 	t.Log("take the multicluster service-name label off it: it leaves the answers")
-	apply(t, `
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: cache-c2-y1
-  namespace: epslife
-  labels:
-    kubernetes.io/service-name: cache
-    multicluster.kubernetes.io/source-cluster: c3
-addressType: IPv4
-ports:
-- {name: redis, protocol: TCP, port: 6379}
-endpoints:
-- addresses: [10.61.0.5]
-  hostname: r-5
-  conditions: {ready: true}
-`)
+	labels := c3.GetLabels()
+	delete(labels, mcsv1beta1.LabelServiceName)
+	labels["kubernetes.io/service-name"] = "cache"
+	c3.SetLabels(labels)
+	applyObjects(t, c3)
 	eventually(t, c, r5c3, "A", nxdomain())
 	eventually(t, c, svc, "A", want{Answer: []string{a(svc, "10.60.0.2")}})
 
 	t.Log("delete the first slice: no ready endpoint is left")
-	remove(t, c1)
+	removeObjects(t, c1)
 	eventually(t, c, svc, "A", nxdomain())
 	eventually(t, c, ip2, "A", nxdomain())
 	eventually(t, c, n("epslife"), "A", nxdomain())

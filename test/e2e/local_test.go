@@ -108,6 +108,48 @@ func TestLocalClusterFirst(t *testing.T) {
 	const ns = "closest"
 	r := migStartWith(t, "closest first", ns, harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		migUpstreamCRD(t), clusterPropertyCRD()}})
+	east := createClosestFixture(r, ns)
+
+	// As the plugin's identity, with deploy/rbac.yaml's rules: the
+	// ClusterProperty is listed and watched by name.
+	r.runCoreDNS()
+	dbName, anyName := "db."+ns+".svc."+apex, "any."+ns+".svc."+apex
+	all, eastOnly, westOnly := []string{"10.80.1.1", "10.80.2.1", "10.80.2.2"}, []string{"10.80.1.1"}, []string{"10.80.2.1", "10.80.2.2"}
+	r.answers(dbName, all...)
+	r.answers(anyName, "10.81.1.1", "10.81.2.1")
+	r.probe()
+
+	var took []time.Duration
+	took = append(took, r.switchesTo("ClusterProperty set to east", dbName, all, eastOnly, func() { r.setClusterID("east") }))
+	checkClosestSRV(t, r, dbName)
+
+	slicesOf := r.env.Clientset.DiscoveryV1().EndpointSlices(ns)
+	eastReady := func(ready bool) func() {
+		return func() {
+			if _, err := slicesOf.Update(r.ctx, east(ready), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 3 {
+		took = append(took, r.switchesTo(fmt.Sprintf("east's endpoint not ready (%d)", i+1), dbName, eastOnly, westOnly, eastReady(false)))
+		took = append(took, r.switchesTo(fmt.Sprintf("east's endpoint ready (%d)", i+1), dbName, westOnly, eastOnly, eastReady(true)))
+	}
+	took = append(took, r.switchesTo("ClusterProperty set to west", dbName, eastOnly, westOnly, func() { r.setClusterID("west") }))
+	took = append(took, r.switchesTo("ClusterProperty deleted", dbName, westOnly, all, func() { r.setClusterID("") }))
+	r.settle("done")
+	r.report()
+	slices.Sort(took)
+	r.logf("%d answer switches: median %.0f ms, slowest %.0f ms", len(took),
+		took[len(took)/2].Seconds()*1000, took[len(took)-1].Seconds()*1000)
+	checkClosestCountedAndLogged(t, r)
+	r.checkLog()
+}
+
+// createClosestFixture creates, in ns, the headless services db (which
+// prefers close endpoints) and any (which does not), each with endpoints in
+// east and west. It returns east's slice of db, its endpoint ready or not.
+func createClosestFixture(r *migRig, ns string) func(ready bool) *discoveryv1.EndpointSlice {
 	db := migImport("v1beta1", ns, "db", "Headless")
 	_ = unstructured.SetNestedField(db.Object, "PreferClose", "spec", "trafficDistribution")
 	anyDB := migImport("v1beta1", ns, "any", "Headless")
@@ -121,19 +163,14 @@ func TestLocalClusterFirst(t *testing.T) {
 		harness.Endpoint("10.80.2.2", "db-1", true)))
 	r.createSlice(migSlice(ns, "any", "east", harness.Endpoint("10.81.1.1", "", true)))
 	r.createSlice(migSlice(ns, "any", "west", harness.Endpoint("10.81.2.1", "", true)))
+	return east
+}
 
-	// As the plugin's identity, with deploy/rbac.yaml's rules: the
-	// ClusterProperty is listed and watched by name.
-	r.runCoreDNS()
-	dbName, anyName := "db."+ns+".svc."+apex, "any."+ns+".svc."+apex
-	all, eastOnly, westOnly := []string{"10.80.1.1", "10.80.2.1", "10.80.2.2"}, []string{"10.80.1.1"}, []string{"10.80.2.1", "10.80.2.2"}
-	r.answers(dbName, all...)
-	r.answers(anyName, "10.81.1.1", "10.81.2.1")
-	r.probe()
-
-	var took []time.Duration
-	took = append(took, r.switchesTo("ClusterProperty set to east", dbName, all, eastOnly, func() { r.setClusterID("east") }))
-	// The port name and the service name's SRV: east's endpoint, its glue.
+// checkClosestSRV checks, with east the local cluster, the port name's and
+// the service name's SRV: east's endpoint, its glue; and that another
+// cluster's endpoint keeps its own name.
+func checkClosestSRV(t *testing.T, r *migRig, dbName string) {
+	t.Helper()
 	srvName := "_pg._tcp." + dbName
 	for _, owner := range []string{srvName, dbName} {
 		expect(t, r.dns, defaultTTL, owner, "SRV", want{
@@ -143,29 +180,13 @@ func TestLocalClusterFirst(t *testing.T) {
 	}
 	// Another cluster's endpoint keeps its own name.
 	expect(t, r.dns, defaultTTL, "db-1.west."+dbName, "A", want{Answer: []string{a("db-1.west."+dbName, "10.80.2.2")}})
+}
 
-	slicesOf := r.env.Clientset.DiscoveryV1().EndpointSlices(ns)
-	for i := range 3 {
-		took = append(took, r.switchesTo(fmt.Sprintf("east's endpoint not ready (%d)", i+1), dbName, eastOnly, westOnly, func() {
-			if _, err := slicesOf.Update(r.ctx, east(false), metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}))
-		took = append(took, r.switchesTo(fmt.Sprintf("east's endpoint ready (%d)", i+1), dbName, westOnly, eastOnly, func() {
-			if _, err := slicesOf.Update(r.ctx, east(true), metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}))
-	}
-	took = append(took, r.switchesTo("ClusterProperty set to west", dbName, eastOnly, westOnly, func() { r.setClusterID("west") }))
-	took = append(took, r.switchesTo("ClusterProperty deleted", dbName, westOnly, all, func() { r.setClusterID("") }))
-	r.settle("done")
-	r.report()
-	slices.Sort(took)
-	r.logf("%d answer switches: median %.0f ms, slowest %.0f ms", len(took),
-		took[len(took)/2].Seconds()*1000, took[len(took)-1].Seconds()*1000)
-
-	// Both series count: local answers while east was local, clusterset-wide ones for any and after.
+// checkClosestCountedAndLogged checks that both series count: local answers
+// while east was local, clusterset-wide ones for any and after; and that
+// CoreDNS logged each local cluster and could read the ClusterProperty.
+func checkClosestCountedAndLogged(t *testing.T, r *migRig) {
+	t.Helper()
 	for _, scope := range []string{metricname.ScopeLocal, metricname.ScopeClusterset} {
 		v, err := harness.ScrapeValue(r.metricsURL, metricname.HeadlessAnswers, metricname.Scope, scope)
 		if err != nil || v == 0 {
@@ -182,5 +203,4 @@ func TestLocalClusterFirst(t *testing.T) {
 	if strings.Contains(out, "cannot read ClusterProperty") {
 		t.Error("the plugin's identity may not read the ClusterProperty")
 	}
-	r.checkLog()
 }

@@ -39,6 +39,38 @@ import (
 // The stock binary is E2E_STOCK_COREDNS; hack/stock.sh builds it once and
 // prints its path, and hack/test.sh passes it.
 func TestParityWithStock(t *testing.T) {
+	stock := parityStockBinary(t)
+	t.Parallel()
+
+	imports, headless := parityFixture()
+	parityWriteFixture(t, imports, headless)
+
+	// The fixture is in the API server before either starts, and both wait
+	// for their ready plugin (synced): then they hold the same objects.
+	const ttl = 17
+	stockDNS, oursDNS := parityServers(t, stock, ttl, imports, headless)
+
+	qs := parityQueries(imports, headless)
+	allowed := parityAllowed(ttl, imports, headless)
+	seen, same := parityCompare(t, stockDNS, oursDNS, qs, allowed)
+	for i, d := range allowed {
+		if seen[i] == 0 {
+			t.Errorf("the documented difference %q (README: %s) did not occur: if stock and ours now agree there, remove it from parityAllowed and from the README", d.what, d.readme)
+		}
+		t.Logf("allowed difference %q (README: %s): %d questions", d.what, d.readme, seen[i])
+	}
+	documented := 0
+	for _, n := range seen {
+		documented += n
+	}
+	t.Logf("%d questions asked of stock and ours: %d answered the same, %d differently as documented, %d differently otherwise",
+		len(qs), same, documented, len(qs)-same-documented)
+}
+
+// parityStockBinary is E2E_STOCK_COREDNS, which must be stock CoreDNS
+// v1.15.0; the test is skipped without it.
+func parityStockBinary(t *testing.T) string {
+	t.Helper()
 	stock := os.Getenv("E2E_STOCK_COREDNS")
 	if stock == "" {
 		t.Skip("E2E_STOCK_COREDNS is not set: set it to stock CoreDNS v1.15.0, which hack/stock.sh builds once (hack/stock, about 5 CPU-minutes) and whose path it prints, e.g. E2E_STOCK_COREDNS=$(hack/stock.sh); hack/test.sh does this")
@@ -49,9 +81,13 @@ func TestParityWithStock(t *testing.T) {
 	if out, err := parityRun(stock, "-version"); err != nil || !strings.Contains(out, "CoreDNS-1.15.0") {
 		t.Fatalf("E2E_STOCK_COREDNS=%s -version: %q, %v; want CoreDNS-1.15.0", stock, out, err)
 	}
-	t.Parallel()
+	return stock
+}
 
-	imports, headless := parityFixture()
+// parityWriteFixture writes the fixture's namespaces, imports, and
+// headless imports with their slices.
+func parityWriteFixture(t *testing.T, imports []parityImport, headless []parityHeadless) {
+	t.Helper()
 	for _, ns := range []string{"parity", "parity-more", "parity-headless"} {
 		apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 	}
@@ -64,20 +100,21 @@ func TestParityWithStock(t *testing.T) {
 			parityWriteSlice(t, hl.parityImport, s)
 		}
 	}
+}
 
-	// The fixture is in the API server before either starts, and both wait
-	// for their ready plugin (synced): then they hold the same objects.
-	const ttl = 17
+// parityServers runs stock CoreDNS and ours with ttl, and waits until both
+// serve the fixture. Stock lists Services, Namespaces and EndpointSlices of
+// the whole cluster: the admin. Ours: the plugin's least-privilege identity.
+func parityServers(t *testing.T, stock string, ttl int, imports []parityImport, headless []parityHeadless) (stockDNS, oursDNS *harness.CoreDNS) {
+	t.Helper()
 	admin := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	if err := env.WriteAdminKubeconfig(admin); err != nil {
 		t.Fatal(err)
 	}
-	// Stock lists Services, Namespaces and EndpointSlices of the whole
-	// cluster: the admin. Ours: the plugin's least-privilege identity.
-	stockDNS := harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{
+	stockDNS = harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{
 		Plugins: fmt.Sprintf("kubernetes clusterset.local {\n\tkubeconfig %s\n\tttl %d\n\tmulticluster clusterset.local\n}\n", admin, ttl),
 	})
-	oursDNS := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+	oursDNS = harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
 		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig, "ttl "+strconv.Itoa(ttl)),
 	})
 	servers := []struct {
@@ -87,11 +124,16 @@ func TestParityWithStock(t *testing.T) {
 	for _, s := range servers {
 		harness.Eventually(t, syncWithin, func() error { return paritySynced(s.c, imports, headless) })
 	}
+	return stockDNS, oursDNS
+}
 
-	qs := parityQueries(imports, headless)
-	allowed := parityAllowed(ttl, imports, headless)
-	seen := make([]int, len(allowed))
-	same := 0
+// parityCompare asks stock and ours each of qs, and checks that they
+// answer the same, or differently as one of allowed says. It returns how
+// many questions each allowed difference explained, and how many were
+// answered the same.
+func parityCompare(t *testing.T, stockDNS, oursDNS *harness.CoreDNS, qs []parityQuery, allowed []parityDifference) (seen []int, same int) {
+	t.Helper()
+	seen = make([]int, len(allowed))
 	for _, q := range qs {
 		rs, errS := harness.Exchange(stockDNS.Addr(), q.name, q.qtype)
 		ro, errO := harness.Exchange(oursDNS.Addr(), q.name, q.qtype)
@@ -118,18 +160,7 @@ func TestParityWithStock(t *testing.T) {
 		}
 		seen[i]++
 	}
-	for i, d := range allowed {
-		if seen[i] == 0 {
-			t.Errorf("the documented difference %q (README: %s) did not occur: if stock and ours now agree there, remove it from parityAllowed and from the README", d.what, d.readme)
-		}
-		t.Logf("allowed difference %q (README: %s): %d questions", d.what, d.readme, seen[i])
-	}
-	documented := 0
-	for _, n := range seen {
-		documented += n
-	}
-	t.Logf("%d questions asked of stock and ours: %d answered the same, %d differently as documented, %d differently otherwise",
-		len(qs), same, documented, len(qs)-same-documented)
+	return seen, same
 }
 
 func parityRun(bin string, args ...string) (string, error) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -42,17 +43,40 @@ func TestTooFewPermissions(t *testing.T) {
 				port, readyPort, strings.ReplaceAll(harness.MulticlusterBlock(id.Kubeconfig, "startup_timeout 1s"), "\n", "\n\t"))
 		},
 	})
-	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
-	ready := func() bool {
-		resp, err := http.Get(readyURL)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
+	ready := func() bool { return readyOK(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)) }
 
 	const name = "web.demo.svc.clusterset.local."
+	checkFailsQuietlyWithout(t, dnsSrv, name, ready)
+
+	// Grant the plugin's role: it recovers without a restart.
+	grantPluginRole(ctx, t, user)
+	harness.Eventually(t, 30*time.Second, func() error {
+		if !ready() {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	r := dig(t, dnsSrv, name, "A")
+	if r.Rcode != "NOERROR" || len(r.Answer) == 0 {
+		t.Errorf("after the grant: %s", r)
+	}
+}
+
+// readyOK is whether the ready endpoint at url answers 200 OK.
+func readyOK(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// checkFailsQuietlyWithout checks, for 12s, that dnsSrv without permission
+// answers name with SERVFAIL and is not ready, and that it logged the
+// denial once, without panic or flood.
+func checkFailsQuietlyWithout(t *testing.T, dnsSrv *harness.CoreDNS, name string, ready func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(12 * time.Second)
 	for time.Now().Before(deadline) {
 		if r := dig(t, dnsSrv, name, "A"); r.Rcode != "SERVFAIL" {
@@ -73,8 +97,11 @@ func TestTooFewPermissions(t *testing.T) {
 	if lines := strings.Count(out, "\n"); lines > 25 {
 		t.Errorf("%d log lines in 12s: a flood\n%s", lines, harness.Abridge(out, 20, 20))
 	}
+}
 
-	// Grant the plugin's role: it recovers without a restart.
+// grantPluginRole binds deploy/rbac.yaml's ClusterRole to user.
+func grantPluginRole(ctx context.Context, t *testing.T, user string) {
+	t.Helper()
 	pluginRole, err := harness.ClusterRoleFromFile(filepath.Join(env.Repo, "deploy", "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,15 +113,5 @@ func TestTooFewPermissions(t *testing.T) {
 	}
 	if _, err := env.Clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	harness.Eventually(t, 30*time.Second, func() error {
-		if !ready() {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	r := dig(t, dnsSrv, name, "A")
-	if r.Rcode != "NOERROR" || len(r.Answer) == 0 {
-		t.Errorf("after the grant: %s", r)
 	}
 }

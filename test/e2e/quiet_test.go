@@ -42,7 +42,18 @@ func TestQuietWhenIdle(t *testing.T) {
 	name := "web.quiet.svc.clusterset.local."
 	eventually(t, stock, name, "A", want{Answer: []string{a(name, "10.72.0.1")}})
 
-	// The audit log does hold the replicas' requests: their first lists.
+	checkQuietIdle(t, r)
+	checkVersionServedAnswers(t, r)
+	checkVersionUnservedUnwatched(t, r)
+	r.answers(name, "10.72.0.1")
+	r.checkLog()
+}
+
+// checkQuietIdle checks that, idle for quietWindow, ours makes at most one
+// request a minute beyond its watches, and logs how many stock made. The
+// audit log does hold both replicas' requests: their first lists.
+func checkQuietIdle(t *testing.T, r *migRig) {
+	t.Helper()
 	for _, user := range []string{harness.PluginUser, stockUser} {
 		if evs, err := r.env.AuditEvents(user, time.Time{}); err != nil || len(beyondWatches(evs)) == 0 {
 			t.Fatalf("no request of %s in the audit log (%v): the log or its filter is wrong", user, err)
@@ -65,9 +76,12 @@ func TestQuietWhenIdle(t *testing.T) {
 	if perMinute(ours) > 1 {
 		t.Errorf("idle, ours made %.2f requests a minute beyond its watches, want at most 1: %s", perMinute(ours), auditSummary(ours))
 	}
+}
 
-	// A version starts being served: v1alpha2, as the storage version. An
-	// object written through it at once answers within 5s.
+// checkVersionServedAnswers serves v1alpha2, as the storage version, and
+// checks that an object written through it at once answers within 5s.
+func checkVersionServedAnswers(t *testing.T, r *migRig) {
+	t.Helper()
 	r.installCRD(migV1alpha2StorageCRD(t))
 	changed := time.Now()
 	root := &unstructured.Unstructured{Object: map[string]any{
@@ -92,9 +106,12 @@ func TestQuietWhenIdle(t *testing.T) {
 		return nil
 	})
 	r.logf("v1alpha2 served: an object written through it answered %.2fs after the CRD change", time.Since(changed).Seconds())
+}
 
-	// A version stops being served: v1alpha2 again, v1beta1 the storage
-	// version once more. The plugin stops watching it within 5s.
+// checkVersionUnservedUnwatched stops serving v1alpha2, v1beta1 the storage
+// version once more, and checks that the plugin stops watching it within 5s.
+func checkVersionUnservedUnwatched(t *testing.T, r *migRig) {
+	t.Helper()
 	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
 		if err := harness.SetStorage(crd, "v1beta1"); err != nil {
 			t.Fatal(err)
@@ -105,7 +122,7 @@ func TestQuietWhenIdle(t *testing.T) {
 			}
 		}
 	})
-	changed = time.Now()
+	changed := time.Now()
 	harness.Eventually(t, 5*time.Second, func() error {
 		if !strings.Contains(r.dns.Output(), "ServiceImport v1alpha2 is no longer served") {
 			return errors.New("the plugin still watches v1alpha2")
@@ -113,8 +130,6 @@ func TestQuietWhenIdle(t *testing.T) {
 		return nil
 	})
 	r.logf("v1alpha2 no longer served: the plugin stopped watching it %.2fs after the CRD change", time.Since(changed).Seconds())
-	r.answers(name, "10.72.0.1")
-	r.checkLog()
 }
 
 // chartUser is our CoreDNS run with the rules of the official coredns Helm

@@ -48,17 +48,7 @@ import (
 // sandbox.StartPod says how the kubelet's part is played.
 func TestRuncImage(t *testing.T) {
 	needRunc(t)
-	var dep appsv1.Deployment
-	if err := yaml.UnmarshalStrict([]byte(readRepoFile(t, "deploy/deployment.yaml")), &dep); err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict([]byte(readRepoFile(t, "deploy/configmap.yaml")), &cm); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(cm.Data["Corefile"], "kubeconfig") {
-		t.Fatal("the Corefile names a kubeconfig; the pod must use its ServiceAccount")
-	}
+	dep, cm := runcManifests(t)
 	rootfs, img := podImage(t)
 	ctx, cancel := harness.Context(time.Minute)
 	defer cancel()
@@ -110,56 +100,91 @@ func TestRuncImage(t *testing.T) {
 			if err := pod.Probe(pod.Container.LivenessProbe); err != nil {
 				t.Error(err)
 			}
-
-			// The port floor in the pod's network namespace, as the case says.
-			var floor []byte
-			if err := harness.InNetns(pod.Netns, func() (err error) {
-				floor, err = os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
-				return err
-			}); err != nil || string(floor) != map[bool]string{true: "0\n", false: "1024\n"}[tc.sysctl] {
-				t.Errorf("ip_unprivileged_port_start in the pod: %q, %v", floor, err)
-			}
-			// The securityContext, as the kernel sees the process.
-			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			uid, gid := strconv.FormatInt(*sc.RunAsUser, 10), strconv.FormatInt(*sc.RunAsGroup, 10)
-			for field, want := range map[string]string{
-				"Uid": strings.Repeat(uid+"\t", 3) + uid, "Gid": strings.Repeat(gid+"\t", 3) + gid, "NoNewPrivs": "1",
-				"CapEff": "0000000000000400", "CapPrm": "0000000000000400", "CapBnd": "0000000000000400", // NET_BIND_SERVICE
-				"CapInh": "0000000000000000", "CapAmb": "0000000000000000",
-			} {
-				if !strings.Contains(string(status), "\n"+field+":\t"+want+"\n") {
-					t.Errorf("%s is not %q in /proc/%d/status:\n%s", field, want, pid, status)
-				}
-			}
-			mountinfo, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for line := range strings.Lines(string(mountinfo)) {
-				if f := strings.Fields(line); len(f) > 5 && f[4] == "/" && !slices.Contains(strings.Split(f[5], ","), "ro") {
-					t.Errorf("the root filesystem is not read-only: %s", line)
-				}
-			}
-
-			// The contract over UDP, some over TCP, inside the pod. Answers
-			// with the address a query came in on are asked over TCP only:
-			// the Corefile has no bind, and on the wildcard UDP socket CoreDNS
-			// does not know that address, so ns.dns has none over UDP.
-			for _, tc := range contract.Cases {
-				t.Run(caseName(tc), func(t *testing.T) { expectIn(t, pod, tc, ownAddressOverTCP(tc)...) })
-			}
-			t.Run("tcp", func(t *testing.T) {
-				for _, tc := range []contract.Case{findCase(t, n("web.demo"), "A"), findCase(t, n("db.demo"), "SRV"), findCase(t, n("nosuch.demo"), "A")} {
-					expectIn(t, pod, tc, "+tcp")
-				}
-			})
-			if out := strings.ToLower(pod.Output()); strings.Contains(out, "forbidden") || strings.Contains(out, "permission") || strings.Contains(out, "not permitted") {
-				t.Errorf("CoreDNS ran into a denial:\n%s", pod.Output())
-			}
+			checkPortFloor(t, pod, tc.sysctl)
+			checkPodProcess(t, pid, sc)
+			checkContractInPod(t, pod)
 		})
+	}
+}
+
+// runcManifests are the Deployment and the ConfigMap of deploy/, whose
+// Corefile must not name a kubeconfig.
+func runcManifests(t *testing.T) (appsv1.Deployment, corev1.ConfigMap) {
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := yaml.UnmarshalStrict([]byte(readRepoFile(t, "deploy/deployment.yaml")), &dep); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict([]byte(readRepoFile(t, "deploy/configmap.yaml")), &cm); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cm.Data["Corefile"], "kubeconfig") {
+		t.Fatal("the Corefile names a kubeconfig; the pod must use its ServiceAccount")
+	}
+	return dep, cm
+}
+
+// checkPortFloor checks the port floor in the pod's network namespace, as
+// the case says: 0 with the sysctl, else 1024.
+func checkPortFloor(t *testing.T, pod *sandbox.Pod, sysctl bool) {
+	t.Helper()
+	var floor []byte
+	if err := harness.InNetns(pod.Netns, func() (err error) {
+		floor, err = os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+		return err
+	}); err != nil || string(floor) != map[bool]string{true: "0\n", false: "1024\n"}[sysctl] {
+		t.Errorf("ip_unprivileged_port_start in the pod: %q, %v", floor, err)
+	}
+}
+
+// checkPodProcess checks the securityContext sc, as the kernel sees the
+// process pid: its IDs, no new privileges, only NET_BIND_SERVICE, a
+// read-only root filesystem.
+func checkPodProcess(t *testing.T, pid int, sc *corev1.SecurityContext) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := strconv.FormatInt(*sc.RunAsUser, 10), strconv.FormatInt(*sc.RunAsGroup, 10)
+	for field, want := range map[string]string{
+		"Uid": strings.Repeat(uid+"\t", 3) + uid, "Gid": strings.Repeat(gid+"\t", 3) + gid, "NoNewPrivs": "1",
+		"CapEff": "0000000000000400", "CapPrm": "0000000000000400", "CapBnd": "0000000000000400", // NET_BIND_SERVICE
+		"CapInh": "0000000000000000", "CapAmb": "0000000000000000",
+	} {
+		if !strings.Contains(string(status), "\n"+field+":\t"+want+"\n") {
+			t.Errorf("%s is not %q in /proc/%d/status:\n%s", field, want, pid, status)
+		}
+	}
+	mountinfo, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(mountinfo)) {
+		if f := strings.Fields(line); len(f) > 5 && f[4] == "/" && !slices.Contains(strings.Split(f[5], ","), "ro") {
+			t.Errorf("the root filesystem is not read-only: %s", line)
+		}
+	}
+}
+
+// checkContractInPod checks the contract over UDP, some over TCP, inside
+// the pod, and that CoreDNS ran into no denial. Answers with the address a
+// query came in on are asked over TCP only: the Corefile has no bind, and on
+// the wildcard UDP socket CoreDNS does not know that address, so ns.dns has
+// none over UDP.
+func checkContractInPod(t *testing.T, pod *sandbox.Pod) {
+	t.Helper()
+	for _, tc := range contract.Cases {
+		t.Run(caseName(tc), func(t *testing.T) { expectIn(t, pod, tc, ownAddressOverTCP(tc)...) })
+	}
+	t.Run("tcp", func(t *testing.T) {
+		for _, tc := range []contract.Case{findCase(t, n("web.demo"), "A"), findCase(t, n("db.demo"), "SRV"), findCase(t, n("nosuch.demo"), "A")} {
+			expectIn(t, pod, tc, "+tcp")
+		}
+	})
+	if out := strings.ToLower(pod.Output()); strings.Contains(out, "forbidden") || strings.Contains(out, "permission") || strings.Contains(out, "not permitted") {
+		t.Errorf("CoreDNS ran into a denial:\n%s", pod.Output())
 	}
 }
 

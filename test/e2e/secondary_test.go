@@ -136,6 +136,45 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	t.Parallel()
 	const ns = "xfr"
 	r := migStartWith(t, "secondary", ns, harness.Options{})
+	ours, bindPort := startTransferringDNS(t, r)
+	r.dns = ours
+	eventually(t, ours, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	checkTransferredZone(t, r, ours)
+
+	// A BIND secondary loads it and answers as the plugin does.
+	b := startBINDSecondary(t, apex, bindPort, ours.Port)
+	serial := soaSerial(ours.Port, apex)
+	harness.Eventually(t, 30*time.Second, func() error {
+		if got := soaSerial(b.port, apex); got != serial {
+			return fmt.Errorf("BIND serves serial %d, the plugin %d", got, serial)
+		}
+		return nil
+	})
+	if !strings.Contains(b.out.String(), "Transfer status: success") {
+		t.Errorf("named did not log a successful transfer")
+	}
+	compareWithSecondary(t, r, b, ours, serial)
+
+	// A new ServiceImport reaches BIND through NOTIFY.
+	late := checkNotifiedSecondary(t, r, b, ours, ns, serial)
+
+	// IXFR: from the current serial the SOA alone; from an older one the whole zone.
+	now := soaSerial(ours.Port, apex)
+	cur := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", now), apex)
+	if got := len(parseRRs(t, cur)); got != 1 {
+		t.Errorf("IXFR from the current serial gave %d records, want the SOA:\n%s", got, cur)
+	}
+	old := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", serial), apex)
+	if !strings.Contains(old, late) || !strings.Contains(old, n("web.demo")) {
+		t.Errorf("IXFR from an older serial is not the whole zone:\n%s", harness.Abridge(old, 5, 5))
+	}
+	r.checkLog()
+}
+
+// startTransferringDNS applies testdata and runs the plugin, as r's plugin
+// identity, allowing zone transfers to 127.0.0.1 on bindPort, a free port.
+func startTransferringDNS(t *testing.T, r *migRig) (ours *harness.CoreDNS, bindPort int) {
+	t.Helper()
 	objs, err := contract.ReadObjects(filepath.Join(r.env.Repo, "testdata"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +182,7 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	if err := r.env.ApplyAll(r.ctx, objs); err != nil {
 		t.Fatal(err)
 	}
-	bindPort, err := harness.FreePort()
+	bindPort, err = harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +190,16 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+	ours = harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
 		Plugins: fmt.Sprintf("transfer %s {\n\tto * 127.0.0.1:%d\n}\n", apex, bindPort) + harness.MulticlusterBlock(id.Kubeconfig),
 	})
-	r.dns = ours
-	eventually(t, ours, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+	return ours, bindPort
+}
 
-	// The transferred zone, as a file, through both zone checkers.
+// checkTransferredZone checks the transferred zone, as a file, through both
+// zone checkers, and that it holds the name server's address.
+func checkTransferredZone(t *testing.T, r *migRig, ours *harness.CoreDNS) {
+	t.Helper()
 	axfr := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+onesoa", "+nocmd", "+nostats", "+nocomments", "AXFR", apex)
 	file := filepath.Join(t.TempDir(), "clusterset.local.zone")
 	if err := os.WriteFile(file, []byte(axfr), 0o644); err != nil {
@@ -172,19 +214,12 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	r.logf("named-checkzone -i full: %s", strings.Join(strings.Fields(checkzone), " "))
 	kz := runTool(t, needTool(t, "kzonecheck", "knot-dnssecutils"), "-v", "-o", apex, file)
 	r.logf("kzonecheck: %s", strings.Join(strings.Fields(kz), " "))
+}
 
-	// A BIND secondary loads it and answers as the plugin does.
-	b := startBINDSecondary(t, apex, bindPort, ours.Port)
-	serial := soaSerial(ours.Port, apex)
-	harness.Eventually(t, 30*time.Second, func() error {
-		if got := soaSerial(b.port, apex); got != serial {
-			return fmt.Errorf("BIND serves serial %d, the plugin %d", got, serial)
-		}
-		return nil
-	})
-	if !strings.Contains(b.out.String(), "Transfer status: success") {
-		t.Errorf("named did not log a successful transfer")
-	}
+// compareWithSecondary checks that BIND, the secondary b at serial,
+// answers the contract's questions as ours does.
+func compareWithSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *harness.CoreDNS, serial uint32) {
+	t.Helper()
 	compared := 0
 	for _, tc := range contract.Cases {
 		if tc.Type == "ANY" { // BIND answers ANY with the records; the plugin, as CoreDNS's kubernetes plugin, NODATA
@@ -205,8 +240,13 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 		compared++
 	}
 	r.logf("BIND as secondary: serial %d, %d contract questions answered as the plugin answers them", serial, compared)
+}
 
-	// A new ServiceImport reaches BIND through NOTIFY.
+// checkNotifiedSecondary writes a new ServiceImport in ns and checks that
+// it reaches the secondary b through NOTIFY within 2s of the write. It
+// returns the new service's name.
+func checkNotifiedSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *harness.CoreDNS, ns string, serial uint32) string {
+	t.Helper()
 	start := time.Now()
 	r.create(migImport("v1beta1", ns, "late", "ClusterSetIP", "10.77.0.1"))
 	late := n("late." + ns)
@@ -228,17 +268,7 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 		t.Errorf("named logged no NOTIFY")
 	}
 
-	// IXFR: from the current serial the SOA alone; from an older one the whole zone.
-	now := soaSerial(ours.Port, apex)
-	cur := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", now), apex)
-	if got := len(parseRRs(t, cur)); got != 1 {
-		t.Errorf("IXFR from the current serial gave %d records, want the SOA:\n%s", got, cur)
-	}
-	old := runTool(t, "dig", "@127.0.0.1", "-p", strconv.Itoa(ours.Port), "+nocmd", "+nostats", "+nocomments", fmt.Sprintf("IXFR=%d", serial), apex)
-	if !strings.Contains(old, late) || !strings.Contains(old, n("web.demo")) {
-		t.Errorf("IXFR from an older serial is not the whole zone:\n%s", harness.Abridge(old, 5, 5))
-	}
-	r.checkLog()
+	return late
 }
 
 // serialAtLeast reports whether serial a is b or after it, in RFC 1982
