@@ -97,12 +97,10 @@ func (r *DigResult) parse() error {
 // Msg is the answer as a DNS message, for contract.Want.Check.
 func (r *DigResult) Msg() *dns.Msg {
 	m := &dns.Msg{Answer: r.Answer, Ns: r.Authority, Extra: r.Additional}
-	rcode, ok := dns.StringToRcode[r.Rcode]
-	if !ok {
-		rcode = -1 // no rcode a Want names
+	m.Rcode, m.Authoritative = -1, r.AA() // -1: no rcode a Want names
+	if rcode, ok := dns.StringToRcode[r.Rcode]; ok {
+		m.Rcode = rcode
 	}
-	m.Rcode = rcode
-	m.Authoritative = r.AA()
 	return m
 }
 

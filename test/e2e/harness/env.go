@@ -93,8 +93,7 @@ func Start(opts Options) (*Env, error) {
 		crdPaths = []string{filepath.Join(repo, "deploy", "crds")}
 	}
 
-	// Every listener on 127.0.0.1, chosen here rather than by name lookup of
-	// "localhost", and RBAC stated rather than left to a default.
+	// Every listener on 127.0.0.1, chosen here rather than looked up as "localhost".
 	var ports [3]int // etcd clients, etcd peers, kube-apiserver
 	for i := range ports {
 		if ports[i], err = FreePort(); err != nil {
@@ -225,8 +224,7 @@ func (e *Env) Stop() error {
 		}
 	}
 	e.testEnv = nil
-	err := errors.Join(errs...)
-	return errors.Join(err, os.RemoveAll(e.tmp))
+	return errors.Join(append(errs, os.RemoveAll(e.tmp))...)
 }
 
 // APIServerURL is where kube-apiserver listens.

@@ -18,8 +18,7 @@ type Import struct {
 	IPs             []string
 	IPFamilies      []string
 	Ports           []corev1.ServicePort
-	// More are further fields beside type, ips and ports, such as
-	// sessionAffinity.
+	// More are further fields, such as sessionAffinity.
 	More map[string]any
 	// Clusters go in status.clusters (v1alpha1, v1beta1), which a create
 	// ignores, or in clusters (v1alpha2).
