@@ -31,10 +31,11 @@ func TestTTL(t *testing.T) {
 		if r.Rcode != "NOERROR" && r.Rcode != "NXDOMAIN" || !r.AA() {
 			t.Errorf("%s %s: want NOERROR or NXDOMAIN with AA:\n%s", q[0], q[1], r)
 		}
-		if len(slices.Concat(r.Answer, r.Authority, r.Additional)) == 0 {
+		records := slices.Concat(r.Answer, r.Authority, r.Additional)
+		if len(records) == 0 {
 			t.Errorf("%s %s: no records at all:\n%s", q[0], q[1], r)
 		}
-		for _, rr := range slices.Concat(r.Answer, r.Authority, r.Additional) {
+		for _, rr := range records {
 			if rr.Header().Ttl != ttl {
 				t.Errorf("%s %s: TTL %d, want %d: %s\n%s", q[0], q[1], rr.Header().Ttl, ttl, rr, r)
 			}
