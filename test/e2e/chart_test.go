@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -363,8 +364,10 @@ func installMonitoringCRDs(t *testing.T) {
 			filepath.Join(dir, monitoringv1.SchemeGroupVersion.Group+"_"+monitoringv1.PrometheusRuleName+".yaml"),
 		},
 		ErrorIfPathMissing: true,
+		MaxTime:            time.Minute,
 	}
-	crds, err := env.InstallCRDs(opts.Paths)
+	crds, err := envtest.InstallCRDs(env.Config, opts)
+	env.Mapper.Reset()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/internal/contract"
@@ -156,13 +156,13 @@ spec:
 	// by the kubernetes plugin.
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	stored, err := env.Get(ctx, local[0])
+	stored, err := env.Clientset.CoreV1().Services(ns).Get(ctx, local[0].GetName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterIPs, _, _ := unstructured.NestedStringSlice(stored.Object, "spec", "clusterIPs")
+	clusterIPs := stored.Spec.ClusterIPs
 	if len(clusterIPs) == 0 {
-		t.Fatalf("the local Service %s/%s has no cluster IP: %v", ns, confService, stored.Object["spec"])
+		t.Fatalf("the local Service %s/%s has no cluster IP: %+v", ns, confService, stored.Spec)
 	}
 	localName := confService + "." + ns + ".svc.cluster.local."
 	for _, ip := range clusterIPs {

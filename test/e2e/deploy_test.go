@@ -424,7 +424,7 @@ func TestDeployCorefile(t *testing.T) {
 	core := parseCorefile(t, cm.Data["Corefile"])
 	httpPorts := map[string]int{}
 	for _, k := range []string{"health", "ready", "prometheus"} {
-		p, err := harness.FreeTCPPort()
+		p, err := harness.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

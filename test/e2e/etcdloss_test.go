@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -36,14 +40,14 @@ func TestEtcdLoss(t *testing.T) {
 	const ns = "etcdloss"
 	r := startFaultRig(t, e, ns, id.Kubeconfig, harness.CoreDNSOptions{})
 
-	restart, err := e.KillEtcd(ctx)
+	start, err := e.Kill(ctx, "etcd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	lost := time.Now()
 	r.logged = len(r.dns.Output())
 	r.during(lost, partitionFor)
-	if err := restart(ctx); err != nil {
+	if err := start(ctx, etcdHealthy(e.EtcdURL)); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()
@@ -59,4 +63,23 @@ func TestEtcdLoss(t *testing.T) {
 	// sees no outage at all.
 	r.finish(fmt.Sprintf("etcd loss: %.0fs without etcd, kube-apiserver took writes again %.2fs after etcd was back", back.Sub(lost).Seconds(), accepted.Sub(back).Seconds()), took, 0)
 	t.Logf("after etcd is back: %s", r.health())
+}
+
+// etcdHealthy is a check that etcd at etcdURL says it is healthy.
+func etcdHealthy(etcdURL string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcdURL+"/health", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if body, _ := io.ReadAll(resp.Body); !bytes.Contains(body, []byte(`"health":"true"`)) {
+			return fmt.Errorf("etcd /health: %s", body)
+		}
+		return nil
+	}
 }

@@ -27,7 +27,7 @@ func TestCorefileExample(t *testing.T) {
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = harness.FreeTCPPort(); err != nil {
+		if ports[i], err = harness.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -48,7 +48,7 @@ func TestForwardingSnippets(t *testing.T) {
 		return func(port int) string { return localCorefile(t, snippet, upstream, port) }
 	}
 	run := func(corefile func(port int) string) *harness.CoreDNS {
-		return harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{Corefile: corefile, SkipReady: true})
+		return harness.RunCoreDNS(t, stock, harness.CoreDNSOptions{Corefile: corefile})
 	}
 	t.Run("coredns", func(t *testing.T) {
 		answersThrough(t, run(corefileOf(snippets["coredns"])).Port)
@@ -116,7 +116,7 @@ func localCorefile(t *testing.T, snippet, upstream string, port int) string {
 	}
 	s = regexp.MustCompile(`(?m)^(\S+):(53|5353) \{$`).ReplaceAllString(s, "${1}:"+strconv.Itoa(port)+" {"+bind)
 	if m := regexp.MustCompile(`prometheus (\S*):(\d+)`).FindString(s); m != "" {
-		p, err := harness.FreeTCPPort()
+		p, err := harness.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

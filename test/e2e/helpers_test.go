@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -135,14 +136,24 @@ func sliceObject(t testing.TB, es *discoveryv1.EndpointSlice) *unstructured.Unst
 	return u
 }
 
-// writeImport writes im through v1beta1 as an MCS controller does
-// (harness.Env.WriteImport) and deletes it when the test ends.
+// writeImport writes im through v1beta1 as an MCS controller does: the
+// object, then its clusters through the status subresource (a create drops
+// status). It deletes it when the test ends.
 func writeImport(t *testing.T, im harness.Import) {
 	t.Helper()
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	if _, err := env.WriteImport(ctx, im, "v1beta1"); err != nil {
+	ri := env.Dynamic.Resource(confImportGVR).Namespace(im.Namespace)
+	t.Cleanup(func() { deleteQuietly(ri, im.Name) })
+	stored, err := env.Apply(ctx, im.Object("v1beta1"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deleteQuietly(env.Dynamic.Resource(confImportGVR).Namespace(im.Namespace), im.Name) })
+	if len(im.Clusters) == 0 {
+		return
+	}
+	stored.Object["status"] = im.Object("v1beta1").Object["status"]
+	if _, err := ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the status of ServiceImport %s/%s: %v", im.Namespace, im.Name, err)
+	}
 }

@@ -103,7 +103,7 @@ func TestInPlaceKubeadm(t *testing.T) {
 // kube-dns Service has the address 10.96.0.10.
 func startKubeadmEnv(t *testing.T) *harness.Env {
 	t.Helper()
-	e, err := harness.Start(harness.Options{Repo: env.Repo, Audit: true, ServiceClusterIPRange: "10.96.0.0/12"})
+	e, err := harness.Start(harness.Options{Repo: env.Repo, Audit: true, APIServerFlags: map[string]string{"service-cluster-ip-range": "10.96.0.0/12"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,6 @@ func TestKubernetesPluginOptions(t *testing.T) {
 	block := strings.ReplaceAll(harness.MulticlusterBlock(plugin.Kubeconfig, "namespaces demo", "startup_timeout 10s"),
 		"multicluster {", "multicluster clusterset.local 10.42.0.0/16 fd00:42::/32 {")
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		SkipReady: true,
 		Corefile: func(port int) string {
 			return fmt.Sprintf("clusterset.local:%[1]d 42.10.in-addr.arpa:%[1]d 2.4.0.0.0.0.d.f.ip6.arpa:%[1]d {\n"+
 				"bind 127.0.0.1\nerrors\nmetadata\n"+

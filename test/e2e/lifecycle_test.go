@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -53,8 +54,10 @@ func removeObjects(t testing.TB, objs ...*unstructured.Unstructured) {
 	t.Helper()
 	ctx, cancel := harness.Context(30 * time.Second)
 	defer cancel()
-	if err := env.DeleteAll(ctx, objs); err != nil {
-		t.Fatal(err)
+	for _, o := range slices.Backward(objs) {
+		if err := env.Delete(ctx, o); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func TestOverTLS(t *testing.T) {
 	t.Parallel()
 	kdig := needTool(t, "kdig", "knot-dnsutils")
 	cert, key := selfSigned(t, t.TempDir())
-	tlsPort, err := harness.FreeTCPPort()
+	tlsPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,6 @@ func TestOverTLS(t *testing.T) {
 			return fmt.Sprintf("%[1]s:%[2]d {\n\tbind 127.0.0.1\n\t%[3]s}\ntls://%[1]s:%[4]d {\n\tbind 127.0.0.1\n\ttls %[5]s %[6]s\n\terrors\n\t%[3]s}\n",
 				strings.TrimSuffix(apex, "."), port, block, tlsPort, cert, key)
 		},
-		SkipReady: true,
 	})
 	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	for _, q := range []struct{ name, qtype, want string }{

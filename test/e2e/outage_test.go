@@ -185,13 +185,12 @@ func proxiedKubeconfig(t *testing.T) (*cutter, string) {
 func TestStartWithoutAPIServer(t *testing.T) {
 	proxy, kcPath := proxiedKubeconfig(t)
 	proxy.cut()
-	readyPort, err := harness.FreeTCPPort()
+	readyPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		SkipReady: true,
 		Corefile: func(port int) string {
 			return fmt.Sprintf("clusterset.local:%d {\nbind 127.0.0.1\nerrors\nready 127.0.0.1:%d\n%s}\n",
 				port, readyPort, harness.MulticlusterBlock(kcPath, "startup_timeout 2s"))

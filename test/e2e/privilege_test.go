@@ -33,12 +33,11 @@ func TestTooFewPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readyPort, err := harness.FreeTCPPort()
+	readyPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dnsSrv := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
-		SkipReady: true,
 		Corefile: func(port int) string {
 			return fmt.Sprintf("clusterset.local:%d {\n\tbind 127.0.0.1\n\terrors\n\tready 127.0.0.1:%d\n\t%s}\n",
 				port, readyPort, strings.ReplaceAll(harness.MulticlusterBlock(id.Kubeconfig, "startup_timeout 1s"), "\n", "\n\t"))

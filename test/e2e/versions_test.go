@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -82,7 +85,8 @@ func TestServedVersions(t *testing.T) {
 			return nil
 		})
 		// The CRD arrives: answered without a restart.
-		if _, err := menv.InstallCRDs(nil, migUpstreamCRD(t)); err != nil {
+		opts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, MaxTime: time.Minute}
+		if _, err := envtest.InstallCRDs(menv.Config, opts); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: versions\n"); err != nil {

@@ -3,12 +3,12 @@ package harness
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
 )
 
 // Write is a write to the API server whose effect DNS should show: the A
@@ -68,16 +68,11 @@ func (w *AnswerWatcher) Seen() map[int]time.Duration {
 
 // Run watches until Close was called and nothing is pending.
 func (w *AnswerWatcher) Run(ctx context.Context) error {
-	n := cmp.Or(w.Sockets, 8)
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- w.runShare(ctx, i, n) }()
+	var g errgroup.Group
+	for i, n := 0, cmp.Or(w.Sockets, 8); i < n; i++ {
+		g.Go(func() error { return w.runShare(ctx, i, n) })
 	}
-	var all []error
-	for range n {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
+	return g.Wait()
 }
 
 // runShare watches the pending writes k with k % n == share, over a socket
@@ -92,10 +87,10 @@ func (w *AnswerWatcher) runShare(ctx context.Context, share, n int) error {
 	giveUp := cmp.Or(w.GiveUp, 15*time.Second)
 	for ctx.Err() == nil {
 		w.mu.Lock()
-		var keys []int
-		for k := range w.waiting {
+		mine := map[int]Write{}
+		for k, p := range w.waiting {
 			if k%n == share {
-				keys = append(keys, k)
+				mine[k] = p
 			}
 		}
 		done := w.closed && len(w.waiting) == 0
@@ -104,21 +99,15 @@ func (w *AnswerWatcher) runShare(ctx context.Context, share, n int) error {
 			return nil
 		}
 		pass := time.Now()
-		for _, k := range keys {
-			w.mu.Lock()
-			p, ok := w.waiting[k]
-			w.mu.Unlock()
-			if !ok {
-				continue
-			}
+		for k, p := range mine {
 			m := new(dns.Msg)
 			m.SetQuestion(p.Name, dns.TypeA)
 			m.RecursionDesired = false
 			r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
 			now := time.Now()
 			w.mu.Lock()
-			switch {
-			case err == nil && HasA(r, p.IP):
+			switch _, still := w.waiting[k]; {
+			case still && err == nil && HasA(r, p.IP):
 				w.seen[k] = now.Sub(p.Sent)
 				delete(w.waiting, k)
 			case now.Sub(p.Sent) > giveUp:

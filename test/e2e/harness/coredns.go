@@ -3,7 +3,7 @@ package harness
 import (
 	"bytes"
 	"cmp"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,56 +21,26 @@ import (
 )
 
 // BuildCoreDNS builds the project's CoreDNS (./cmd/coredns of repo) into
-// <repo>/.cache/coredns-e2e and returns its path. progress, when not nil,
-// hears what happens. When E2E_COREDNS names a binary (hack/test.sh builds it
+// <repo>/.cache/coredns-e2e and returns its path, saying what it does to
+// progress. When E2E_COREDNS names a binary (hack/test.sh builds it
 // before the tests, outside their timeout), that one is used instead.
 func BuildCoreDNS(repo string, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
 	if bin := os.Getenv("E2E_COREDNS"); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			return "", fmt.Errorf("E2E_COREDNS: %w", err)
-		}
 		fmt.Fprintf(progress, "e2e: using CoreDNS %s (E2E_COREDNS)\n", bin)
-		return bin, nil
+		_, err := os.Stat(bin)
+		return bin, err
 	}
 	out := filepath.Join(repo, ".cache", "coredns-e2e")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
-	}
 	start := time.Now()
 	fmt.Fprintf(progress, "e2e: building CoreDNS: go build -o %s ./cmd/coredns (in %s)\n", out, repo)
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/coredns")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	stop := ticker(progress, "e2e: still building CoreDNS", start)
-	err := cmd.Run()
-	stop()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, buf.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, out)
 	}
 	fmt.Fprintf(progress, "e2e: built CoreDNS in %.0fs\n", time.Since(start).Seconds())
 	return out, nil
-}
-
-func ticker(w io.Writer, msg string, start time.Time) func() {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(w, "%s (%.0fs)\n", msg, time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // CoreDNSOptions say how to run CoreDNS.
@@ -99,11 +67,9 @@ type CoreDNSOptions struct {
 	// measurements.
 	NoLog bool
 	// Corefile, when set, replaces the generated Corefile; it receives the
-	// DNS port. It must bind to 127.0.0.1 itself.
+	// DNS port. It must bind to 127.0.0.1 itself. Only answers are waited
+	// for, not a ready plugin it may have.
 	Corefile func(port int) string
-	// SkipReady skips waiting for the ready plugin's 200 after the server
-	// answers; for tests of a plugin that must not become ready.
-	SkipReady bool
 	// Output, when not nil, also receives CoreDNS's stdout and stderr.
 	Output io.Writer
 	// Wrap runs CoreDNS through a command that execs it, e.g. taskset -c 0,
@@ -111,11 +77,7 @@ type CoreDNSOptions struct {
 	Wrap []string
 	// Env is added to this process's environment for CoreDNS.
 	Env []string
-	// ReadyURL is the ready plugin's endpoint of a Corefile from the
-	// Corefile option, to wait for as for a generated one.
-	ReadyURL string
-	// ReadyWithin bounds the wait for answers and for ready; 30 and 60
-	// seconds when 0.
+	// ReadyWithin bounds the wait for answers and ready; 90 seconds when 0.
 	ReadyWithin time.Duration
 }
 
@@ -134,36 +96,28 @@ type CoreDNS struct {
 	Started time.Time
 	ReadyIn time.Duration
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // Wait's result, once done is closed
+	proc *process
+	out  *buffer
 	dir  string
 }
 
 // StartCoreDNS starts bin with a Corefile built from opts and waits until it
-// answers DNS on UDP and TCP and, unless opts.SkipReady, until its ready
-// plugin says it is ready. Stop it.
-func StartCoreDNS(bin string, opts CoreDNSOptions) (*CoreDNS, error) {
-	var lastErr error
-	for range 3 {
+// answers DNS on UDP and TCP and until its ready plugin, when it has one,
+// says it is ready. Stop it.
+func StartCoreDNS(bin string, opts CoreDNSOptions) (c *CoreDNS, err error) {
+	for range 3 { // a free port may be taken meanwhile by another process
 		port := opts.Port
 		if port == 0 {
-			var err error
 			if port, err = FreePort(); err != nil {
 				return nil, err
 			}
 		}
-		c, err := startCoreDNS(bin, port, opts)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") {
+		c, err = startCoreDNS(bin, port, opts)
+		if err == nil || opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
-	return nil, lastErr
+	return c, err
 }
 
 func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
@@ -172,10 +126,9 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		return nil, err
 	}
 	host := cmp.Or(opts.Host, "127.0.0.1")
-	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &syncBuffer{}, done: make(chan struct{}), dir: dir}
+	c := &CoreDNS{Bin: bin, Host: host, Port: port, out: &buffer{}, dir: dir}
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
-		c.ReadyURL = opts.ReadyURL
 	} else if c.Corefile, err = c.corefile(opts); err != nil {
 		return nil, err
 	}
@@ -184,40 +137,22 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 		return nil, err
 	}
 	argv := append(slices.Clone(opts.Wrap), bin, "-conf", conf)
-	c.cmd = exec.Command(argv[0], argv[1:]...)
-	c.cmd.Dir = dir
-	c.cmd.Env = append(os.Environ(), opts.Env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), opts.Env...)
 	var w io.Writer = c.out
 	if opts.Output != nil {
 		w = io.MultiWriter(c.out, opts.Output)
 	}
-	c.cmd.Stdout, c.cmd.Stderr = w, w
-	// Its own process group, so a terminal's Ctrl-C reaches only our
-	// process, which then stops CoreDNS; and killed should we die first.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = w, w
 	c.Started = time.Now()
-	start := c.cmd.Start
-	if opts.Netns != "" {
-		start = func() error { return InNetns(opts.Netns, c.cmd.Start) }
-	}
-	if err := start(); err != nil {
+	if c.proc, err = startProcess(cmd, opts.Netns); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	if err := c.waitServing(cmp.Or(opts.ReadyWithin, 30*time.Second)); err != nil {
+	if err := c.wait(cmp.Or(opts.ReadyWithin, 90*time.Second)); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
-	}
-	if c.ReadyURL != "" {
-		within := cmp.Or(opts.ReadyWithin, 60*time.Second)
-		if err := c.waitReady(within); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("%v\n--- Corefile\n%s--- CoreDNS output\n%s", err, c.Corefile, c.Output())
-		}
 	}
 	c.ReadyIn = time.Since(c.Started)
 	return c, nil
@@ -244,14 +179,14 @@ func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
 		on           bool
 		url          *string
 	}{
-		{"ready", "/ready", !opts.SkipReady && hasPlugin(c.Bin, "ready"), &c.ReadyURL},
+		{"ready", "/ready", hasPlugin(c.Bin, "ready"), &c.ReadyURL},
 		{"pprof", "/debug/pprof", opts.Pprof, &c.PprofURL},
 		{"prometheus", "/metrics", opts.Metrics, &c.MetricsURL},
 	} {
 		if !p.on {
 			continue
 		}
-		port, err := FreeTCPPort()
+		port, err := FreePort()
 		if err != nil {
 			return "", err
 		}
@@ -277,35 +212,17 @@ func MulticlusterBlock(kubeconfig string, options ...string) string {
 	return b.String()
 }
 
-var pluginLists sync.Map // bin -> string
-
-// hasPlugin says whether `bin -plugins` lists the DNS plugin name.
+// hasPlugin says whether `bin -plugins` lists the DNS plugin name ("dns."
+// name before CoreDNS 1.12).
 func hasPlugin(bin, name string) bool {
-	list, ok := pluginLists.Load(bin)
-	if !ok {
-		out, _ := exec.Command(bin, "-plugins").Output()
-		list, _ = pluginLists.LoadOrStore(bin, string(out))
-	}
-	for _, f := range strings.Fields(list.(string)) {
-		if f == name || f == "dns."+name { // "dns." in CoreDNS releases before 1.12
-			return true
-		}
-	}
-	return false
+	list, _ := exec.Command(bin, "-plugins").Output()
+	return slices.ContainsFunc(strings.Fields(string(list)), func(f string) bool { return f == name || f == "dns."+name })
 }
 
-func (c *CoreDNS) exited() error {
-	select {
-	case <-c.done:
-		return fmt.Errorf("CoreDNS exited: %v", c.err)
-	default:
-		return nil
-	}
-}
-
-// waitServing waits until a query for the first zone's SOA gets any response
-// over UDP and over TCP.
-func (c *CoreDNS) waitServing(within time.Duration) error {
+// wait polls every 10 ms, so that ReadyIn can be read as a measurement,
+// until a query for the first zone's SOA gets any response over UDP and over
+// TCP, then until the ready plugin, if any, says 200.
+func (c *CoreDNS) wait(within time.Duration) error {
 	zone := "clusterset.local."
 	for _, f := range strings.Fields(c.Corefile) {
 		if h, _, ok := strings.Cut(f, ":"); ok && strings.Contains(h, ".") {
@@ -313,11 +230,16 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 			break
 		}
 	}
-	return Poll(within, func() error {
-		if err := c.exited(); err != nil {
-			return Permanent(err)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	protos := []string{"udp", "tcp"} // until both answered once
+	return poll(ctx, 10*time.Millisecond, func() error {
+		select {
+		case <-c.proc.done:
+			return Permanent(fmt.Errorf("CoreDNS exited: %v", c.proc.err))
+		default:
 		}
-		for _, proto := range []string{"udp", "tcp"} {
+		for _, proto := range protos {
 			m := new(dns.Msg)
 			m.SetQuestion(zone, dns.TypeSOA)
 			cl := &dns.Client{Net: proto, Timeout: time.Second}
@@ -325,19 +247,11 @@ func (c *CoreDNS) waitServing(within time.Duration) error {
 				return fmt.Errorf("CoreDNS does not answer over %s on %s: %w", proto, c.Addr(), err)
 			}
 		}
-		return nil
-	})
-}
-
-// waitReady polls the ready plugin every 10 ms, so that ReadyIn can be
-// read as a measurement.
-func (c *CoreDNS) waitReady(within time.Duration) error {
-	cl := &http.Client{Timeout: time.Second}
-	return pollEvery(within, 10*time.Millisecond, func() error {
-		if err := c.exited(); err != nil {
-			return Permanent(err)
+		protos = nil
+		if c.ReadyURL == "" {
+			return nil
 		}
-		resp, err := cl.Get(c.ReadyURL)
+		resp, err := (&http.Client{Timeout: time.Second}).Get(c.ReadyURL)
 		if err != nil {
 			return fmt.Errorf("CoreDNS is not ready: %w", err)
 		}
@@ -351,7 +265,7 @@ func (c *CoreDNS) waitReady(within time.Duration) error {
 }
 
 // PID is CoreDNS's process ID.
-func (c *CoreDNS) PID() int { return c.cmd.Process.Pid }
+func (c *CoreDNS) PID() int { return c.proc.cmd.Process.Pid }
 
 // Addr is CoreDNS's DNS address.
 func (c *CoreDNS) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
@@ -361,24 +275,11 @@ func (c *CoreDNS) Output() string { return c.out.String() }
 
 // Stop terminates CoreDNS: SIGTERM, then SIGKILL after 10 seconds.
 func (c *CoreDNS) Stop() error {
-	if c == nil || c.cmd == nil || c.cmd.Process == nil {
+	if c == nil || c.proc == nil {
 		return nil
 	}
 	defer os.RemoveAll(c.dir)
-	select {
-	case <-c.done:
-		return nil
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		return errors.New("CoreDNS ignored SIGTERM for 10s and was killed")
-	}
+	return c.proc.stop(10 * time.Second)
 }
 
 // RunCoreDNS starts CoreDNS for a test and stops it when the test ends; when
@@ -414,28 +315,17 @@ func TryRunCoreDNS(t testing.TB, bin string, opts CoreDNSOptions) (*CoreDNS, err
 	return c, nil
 }
 
-// dataRaces extracts the race detector's reports from out.
+// dataRaces extracts the race detector's reports, each between two lines of
+// "=", from out.
 func dataRaces(out string) string {
 	const sep = "==================\n"
 	var b strings.Builder
-	for {
-		i := strings.Index(out, sep+"WARNING: DATA RACE")
-		if i < 0 {
-			return b.String()
+	for _, part := range strings.Split(out, sep) {
+		if strings.HasPrefix(part, "WARNING: DATA RACE") {
+			b.WriteString(sep + part + sep)
 		}
-		out = out[i+len(sep):]
-		end := strings.Index(out, sep)
-		if end < 0 {
-			end = len(out)
-		}
-		b.WriteString(sep + out[:end] + sep)
-		out = out[end:]
 	}
-}
-
-// Dig asks this CoreDNS with dig.
-func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
-	return digAt(c.Host, c.Port, name, qtype, extra...)
+	return b.String()
 }
 
 // Abridge keeps the first head and last tail lines of s; the query log of a
@@ -448,23 +338,6 @@ func Abridge(s string, head, tail int) string {
 	return strings.Join(lines[:head], "") +
 		fmt.Sprintf("[... %d lines left out ...]\n", len(lines)-head-tail) +
 		strings.Join(lines[len(lines)-tail:], "")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ConfPath is the Corefile CoreDNS was started with; tests of the reload

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -33,11 +32,6 @@ func (r *DigResult) AA() bool { return slices.Contains(r.Flags, "aa") }
 // String is the command and its output, for failure messages.
 func (r *DigResult) String() string { return "$ " + r.Command + "\n" + r.Output }
 
-// Records returns the RRs of every section.
-func (r *DigResult) Records() []dns.RR {
-	return slices.Concat(r.Answer, r.Authority, r.Additional)
-}
-
 var (
 	digStatus = regexp.MustCompile(`->>HEADER<<-.*\bstatus: ([A-Z]+)`)
 	digFlags  = regexp.MustCompile(`^;; flags:([^;]*);`)
@@ -47,11 +41,12 @@ var (
 // two seconds, and parses its output. extra dig options such as "+tcp" come
 // before the name.
 func Dig(port int, name, qtype string, extra ...string) (*DigResult, error) {
-	return digAt("127.0.0.1", port, name, qtype, extra...)
+	return (&CoreDNS{Host: "127.0.0.1", Port: port}).Dig(name, qtype, extra...)
 }
 
-func digAt(host string, port int, name, qtype string, extra ...string) (*DigResult, error) {
-	args := []string{"@" + host, "-p", strconv.Itoa(port), "+norec", "+time=2", "+tries=1",
+// Dig asks this CoreDNS with dig, as Dig does.
+func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
+	args := []string{"@" + c.Host, "-p", strconv.Itoa(c.Port), "+norec", "+time=2", "+tries=1",
 		"+noall", "+comments", "+answer", "+authority", "+additional"}
 	args = append(append(args, extra...), name, qtype)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -72,38 +67,25 @@ func digAt(host string, port int, name, qtype string, extra ...string) (*DigResu
 }
 
 func (r *DigResult) parse() error {
+	sections := map[string]*[]dns.RR{";; ANSWER SECTION:": &r.Answer, ";; AUTHORITY SECTION:": &r.Authority, ";; ADDITIONAL SECTION:": &r.Additional}
 	var section *[]dns.RR
-	s := bufio.NewScanner(strings.NewReader(r.Output))
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		switch {
-		case line == "":
-			continue
+	for line := range strings.Lines(r.Output) {
+		switch line = strings.TrimSpace(line); {
 		case digStatus.MatchString(line):
 			r.Rcode = digStatus.FindStringSubmatch(line)[1]
 		case digFlags.MatchString(line):
 			r.Flags = strings.Fields(digFlags.FindStringSubmatch(line)[1])
-		case line == ";; ANSWER SECTION:":
-			section = &r.Answer
-		case line == ";; AUTHORITY SECTION:":
-			section = &r.Authority
-		case line == ";; ADDITIONAL SECTION:":
-			section = &r.Additional
-		case strings.HasPrefix(line, ";"):
-			if strings.HasSuffix(line, "SECTION:") {
-				section = nil // OPT PSEUDOSECTION, QUESTION SECTION
-			}
+		case strings.HasPrefix(line, ";") && strings.HasSuffix(line, "SECTION:"):
+			section = sections[line] // nil for the QUESTION SECTION and OPT PSEUDOSECTION
+		case line == "" || strings.HasPrefix(line, ";"):
+		case section == nil:
+			return fmt.Errorf("record outside a section: %q", line)
 		default:
-			if section == nil {
-				return fmt.Errorf("record outside a section: %q", line)
-			}
 			rr, err := dns.NewRR(line)
 			if err != nil {
 				return fmt.Errorf("parsing %q: %v", line, err)
 			}
-			if rr != nil {
-				*section = append(*section, rr)
-			}
+			*section = append(*section, rr)
 		}
 	}
 	if r.Rcode == "" {
@@ -115,12 +97,10 @@ func (r *DigResult) parse() error {
 // Msg is the answer as a DNS message, for contract.Want.Check.
 func (r *DigResult) Msg() *dns.Msg {
 	m := &dns.Msg{Answer: r.Answer, Ns: r.Authority, Extra: r.Additional}
-	rcode, ok := dns.StringToRcode[r.Rcode]
-	if !ok {
-		rcode = -1 // no rcode a Want names
+	m.Rcode, m.Authoritative = -1, r.AA() // -1: no rcode a Want names
+	if rcode, ok := dns.StringToRcode[r.Rcode]; ok {
+		m.Rcode = rcode
 	}
-	m.Rcode = rcode
-	m.Authoritative = r.AA()
 	return m
 }
 

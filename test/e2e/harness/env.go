@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -52,9 +52,6 @@ type Options struct {
 	// Audit makes kube-apiserver write an audit log of every request, at
 	// the Metadata level (who, what, when), for AuditEvents to read.
 	Audit bool
-	// ServiceClusterIPRange is kube-apiserver's Service CIDR; envtest's
-	// 10.0.0.0/24 when empty (kubeadm's is 10.96.0.0/12).
-	ServiceClusterIPRange string
 	// APIServerFlags are more kube-apiserver flags, name (without "--") to
 	// value, e.g. max-requests-inflight for a test of throttling.
 	APIServerFlags map[string]string
@@ -74,14 +71,15 @@ type Env struct {
 
 	// CRDs are the CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// EtcdURL is etcd's client URL (plain HTTP, no authentication).
+	EtcdURL string
 
 	testEnv  *envtest.Environment
 	tmp      string
 	auditLog string
-	etcdURL  string      // etcd's client URL
-	apiPort  int         // kube-apiserver's secure port
-	out      io.Writer   // where etcd's and kube-apiserver's output goes
-	again    []*exec.Cmd // processes RestartAPIServer and KillEtcd started, in order
+	apiPort  int        // kube-apiserver's secure port
+	out      io.Writer  // where etcd's and kube-apiserver's output goes
+	again    []*process // processes Kill restarted
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it.
@@ -95,11 +93,12 @@ func Start(opts Options) (*Env, error) {
 		crdPaths = []string{filepath.Join(repo, "deploy", "crds")}
 	}
 
-	// Every listener on 127.0.0.1, chosen here rather than by name lookup of
-	// "localhost", and RBAC stated rather than left to a default.
-	ports, err := freeTCPPorts(3) // etcd clients, etcd peers, kube-apiserver
-	if err != nil {
-		return nil, err
+	// Every listener on 127.0.0.1, chosen here rather than looked up as "localhost".
+	var ports [3]int // etcd clients, etcd peers, kube-apiserver
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
 
@@ -107,7 +106,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, etcdURL: loopbackURL("http", etcdPort).String(), apiPort: apiPort}
+	e := &Env{Repo: repo, BinDir: bin, tmp: tmp, EtcdURL: fmt.Sprintf("http://127.0.0.1:%d", etcdPort), apiPort: apiPort}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDDirectoryPaths:        crdPaths,
@@ -124,19 +123,19 @@ func Start(opts Options) (*Env, error) {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	etcd := &envtest.Etcd{URL: loopbackURL("http", etcdPort)}
-	etcd.Configure().Set("listen-peer-urls", loopbackURL("http", peerPort).String())
+	etcd := &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPort))}}
+	etcd.Configure().Set("listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort))
 	te.ControlPlane.Etcd = etcd
 	// Their output goes to opts.Output, and its tail into the error should
 	// they fail to start.
-	tail := &tailBuffer{max: 32 << 10}
+	tail := &buffer{max: 32 << 10}
 	var out io.Writer = tail
 	if opts.Output != nil {
 		out = io.MultiWriter(tail, opts.Output)
 	}
-	api.Out, api.Err = prefixed(out, "kube-apiserver: "), prefixed(out, "kube-apiserver: ")
+	api.Out, api.Err = prefixed{out, "kube-apiserver: "}, prefixed{out, "kube-apiserver: "}
 	e.out = out
-	etcd.Out, etcd.Err = prefixed(out, "etcd: "), prefixed(out, "etcd: ")
+	etcd.Out, etcd.Err = prefixed{out, "etcd: "}, prefixed{out, "etcd: "}
 
 	e.testEnv = te
 	cfg, err := te.Start()
@@ -146,25 +145,18 @@ func Start(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w\n--- their output's end\n%s", bin, err, tail)
 	}
 	e.CRDs = te.CRDs
-	if err := e.connect(cfg); err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
+	e.connect(cfg)
 	return e, nil
 }
 
 // locations are the repository and the directory of the binaries.
 func (opts Options) locations() (repo, bin string, err error) {
-	repo = opts.Repo
-	if repo == "" {
+	if repo = opts.Repo; repo == "" {
 		if repo, err = RepoRoot(); err != nil {
 			return "", "", err
 		}
 	}
-	bin = opts.BinDir
-	if bin == "" {
-		bin = filepath.Join(repo, ".cache", "bin")
-	}
+	bin = cmp.Or(opts.BinDir, filepath.Join(repo, ".cache", "bin"))
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		for _, name := range []string{"etcd", "kube-apiserver"} {
 			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
@@ -184,9 +176,6 @@ func (e *Env) configure(api *envtest.APIServer, opts Options) error {
 		// Loopback is refused there unless nothing publishes them.
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
-	if opts.ServiceClusterIPRange != "" {
-		api.Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
-	}
 	for name, value := range opts.APIServerFlags {
 		api.Configure().Set(name, value)
 	}
@@ -207,23 +196,14 @@ func (e *Env) configure(api *envtest.APIServer, opts Options) error {
 	return nil
 }
 
-// connect makes the admin clients of cfg.
-func (e *Env) connect(cfg *rest.Config) error {
+// connect makes the admin clients of cfg; the config of a started envtest
+// is valid, which is all their errors check.
+func (e *Env) connect(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 200, 400
 	e.Config = cfg
-	var err error
-	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return nil
+	e.Dynamic = dynamic.NewForConfigOrDie(cfg)
+	e.Clientset = kubernetes.NewForConfigOrDie(cfg)
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))
 }
 
 // Stop stops kube-apiserver and etcd and removes their files.
@@ -233,21 +213,18 @@ func (e *Env) Stop() error {
 	}
 	// kube-apiserver before etcd, which it needs to shut down in time.
 	var errs []error
-	etcd := e.again[:0:0]
-	for _, cmd := range e.again {
-		if filepath.Base(cmd.Path) == "etcd" {
-			etcd = append(etcd, cmd)
-			continue
+	for _, etcd := range []bool{false, true} {
+		for _, p := range e.again {
+			if (filepath.Base(p.cmd.Path) == "etcd") == etcd {
+				errs = append(errs, p.stop(30*time.Second))
+			}
 		}
-		errs = append(errs, stopProcess(cmd))
-	}
-	errs = append(errs, e.testEnv.Stop())
-	for _, cmd := range etcd {
-		errs = append(errs, stopProcess(cmd))
+		if !etcd {
+			errs = append(errs, e.testEnv.Stop())
+		}
 	}
 	e.testEnv = nil
-	err := errors.Join(errs...)
-	return errors.Join(err, os.RemoveAll(e.tmp))
+	return errors.Join(append(errs, os.RemoveAll(e.tmp))...)
 }
 
 // APIServerURL is where kube-apiserver listens.
@@ -256,23 +233,9 @@ func (e *Env) APIServerURL() string { return e.Config.Host }
 // KubectlPath is the kubectl built next to kube-apiserver.
 func (e *Env) KubectlPath() string { return filepath.Join(e.BinDir, "kubectl") }
 
-// InstallCRDs creates or updates CRDs, read from files or directories and
-// given as objects, and waits until their served versions are discovered.
-// For tests that change a CRD's versions while the plugin runs.
-func (e *Env) InstallCRDs(paths []string, crds ...*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	installed, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
-		Paths:              paths,
-		CRDs:               crds,
-		ErrorIfPathMissing: true,
-		MaxTime:            60 * time.Second,
-	})
-	e.Mapper.Reset()
-	return installed, err
-}
-
 // WriteAdminKubeconfig writes a kubeconfig for the admin to path.
 func (e *Env) WriteAdminKubeconfig(path string) error {
-	return writeKubeconfig(path, "envtest-admin", e.Config)
+	return os.WriteFile(path, e.testEnv.KubeConfig, 0o600)
 }
 
 // TempDir is a directory removed by Stop.
@@ -283,58 +246,16 @@ func Context(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
-// FreeTCPPort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreeTCPPort() (int, error) {
-	ports, err := freeTCPPorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
+// handedOut are the ports FreePort has returned in this process: never
+// returned twice, since the kernel may hand a port it just freed to the next
+// listener on port 0, and two calls for one CoreDNS (say its ready and its
+// metrics port) then collide.
+var handedOut sync.Map // port -> true
 
-// handedOut are the ports FreeTCPPort, freeTCPPorts and FreePort have
-// returned in this process: never returned twice, since the kernel may
-// hand a port it just freed to the next listener on port 0, and two calls
-// for one CoreDNS (say its ready and its metrics port) then collide.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// handOut reports whether port was not handed out before, and takes it.
-func handOut(port int) bool {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports[port] {
-		return false
-	}
-	handedOut.ports[port] = true
-	return true
-}
-
-// freeTCPPorts returns n distinct TCP ports on 127.0.0.1, free a moment ago
-// and never returned before.
-func freeTCPPorts(n int) ([]int, error) {
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, errors.New("found no TCP port on 127.0.0.1 not handed out before")
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close() // held until all are chosen, so they differ
-		if port := l.Addr().(*net.TCPAddr).Port; handOut(port) {
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
-}
-
-// FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment ago.
+// FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment
+// ago and not returned before.
 func FreePort() (int, error) {
-	for range 50 {
+	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
@@ -342,59 +263,56 @@ func FreePort() (int, error) {
 		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		l.Close()
-		if err == nil {
-			u.Close()
-			if handOut(port) {
-				return port, nil
-			}
+		if err != nil {
+			continue
+		}
+		u.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port, nil
 		}
 	}
 	return 0, errors.New("found no port free for both UDP and TCP on 127.0.0.1")
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// buffer is an output buffer safe for concurrent writes; with max > 0 it
+// keeps only the last max bytes.
+type buffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *buffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
+	if over := len(t.b) - t.max; t.max > 0 && over > 0 {
 		t.b = append(t.b[:0], t.b[over:]...)
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *buffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
 }
 
-// prefixed prefixes every line written to w; klog and etcd write whole lines.
-func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w: w, prefix: prefix} }
-
-type prefixWriter struct {
-	w      io.Writer
+// prefixed prefixes every line written to Writer; klog and etcd write whole
+// lines.
+type prefixed struct {
+	io.Writer
 	prefix string
 }
 
-func (p *prefixWriter) Write(b []byte) (int, error) {
+func (p prefixed) Write(b []byte) (int, error) {
 	var buf bytes.Buffer
 	for line := range bytes.Lines(b) {
 		buf.WriteString(p.prefix)
 		buf.Write(line)
 	}
-	if _, err := p.w.Write(buf.Bytes()); err != nil {
+	if _, err := p.Writer.Write(buf.Bytes()); err != nil {
 		return 0, err
 	}
 	return len(b), nil
-}
-
-func loopbackURL(scheme string, port int) *url.URL {
-	return &url.URL{Scheme: scheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 }

@@ -194,7 +194,7 @@ func TestProcReadings(t *testing.T) {
 
 func TestCorefile(t *testing.T) {
 	c := &CoreDNS{Host: "127.0.0.1", Port: 5300}
-	got, err := c.corefile(CoreDNSOptions{SkipReady: true, NoLog: true, Metrics: true, Pprof: true, Plugins: "whoami\n"})
+	got, err := c.corefile(CoreDNSOptions{NoLog: true, Metrics: true, Pprof: true, Plugins: "whoami\n"})
 	if err != nil {
 		t.Fatal(err)
 	}

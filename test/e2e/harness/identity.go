@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 )
 
 // PluginUser is the user name the plugin's CoreDNS authenticates as.
@@ -26,9 +25,8 @@ const PluginUser = "coredns-multicluster"
 // Identity is a user of the API server with its own credentials.
 type Identity struct {
 	Name string
-	// Context names the kubeconfig's (only, and current) context.
-	Context string
-	// Kubeconfig is the path of a kubeconfig file holding its credentials.
+	// Kubeconfig is the path of a kubeconfig file holding its credentials,
+	// whose one context envtest names "envtest".
 	Kubeconfig string
 	Config     *rest.Config
 	Clientset  kubernetes.Interface
@@ -46,63 +44,46 @@ func (e *Env) PluginIdentity(ctx context.Context) (*Identity, error) {
 }
 
 // Identity provisions a user (client certificate, no groups beyond
-// system:authenticated), creates or replaces role and binds it to the user.
+// system:authenticated), applies role and binds it to the user.
 func (e *Env) Identity(ctx context.Context, name string, role *rbacv1.ClusterRole) (*Identity, error) {
-	role = role.DeepCopy()
-	role.ResourceVersion = ""
-	rbac := e.Clientset.RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := rbac.ClusterRoles().Get(ctx, role.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		role.ResourceVersion = old.ResourceVersion
-		if _, err := rbac.ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return nil, err
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
-	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
 	}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("binding ClusterRole %s to %s: %w", role.Name, name, err)
+	for kind, obj := range map[string]any{"ClusterRole": role, "ClusterRoleBinding": binding} {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind(kind))
+		if _, err := e.Apply(ctx, u); err != nil {
+			return nil, err
+		}
 	}
-
 	user, err := e.testEnv.AddUser(envtest.User{Name: name}, &rest.Config{QPS: 50, Burst: 100})
 	if err != nil {
 		return nil, fmt.Errorf("provisioning user %s: %w", name, err)
 	}
-	id := &Identity{
-		Name:       name,
-		Context:    name,
-		Kubeconfig: filepath.Join(e.tmp, name+".kubeconfig"),
-		Config:     user.Config(),
+	id := &Identity{Name: name, Kubeconfig: filepath.Join(e.tmp, name+".kubeconfig"), Config: user.Config()}
+	id.Clientset = kubernetes.NewForConfigOrDie(id.Config)
+	kubeconfig, err := user.KubeConfig()
+	if err == nil {
+		err = os.WriteFile(id.Kubeconfig, kubeconfig, 0o600)
 	}
-	if err := writeKubeconfig(id.Kubeconfig, id.Context, id.Config); err != nil {
-		return nil, err
-	}
-	if id.Clientset, err = kubernetes.NewForConfig(id.Config); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	// RBAC caches are filled from watches: wait until the binding is in force.
 	granted := role.Rules[0]
-	err = pollUntil(ctx, func() error {
-		ok, err := id.Can(ctx, authorizationv1.ResourceAttributes{
-			Verb: granted.Verbs[0], Group: granted.APIGroups[0], Resource: granted.Resources[0],
-		})
-		if err != nil {
+	attrs := authorizationv1.ResourceAttributes{Verb: granted.Verbs[0], Group: granted.APIGroups[0], Resource: granted.Resources[0]}
+	return id, poll(ctx, 100*time.Millisecond, func() error {
+		if ok, err := id.Can(ctx, attrs); err != nil || ok {
 			return err
 		}
-		if !ok {
-			return fmt.Errorf("%s may not yet %s %s", name, granted.Verbs[0], granted.Resources[0])
-		}
-		return nil
+		return fmt.Errorf("%s may not yet %s %s", name, attrs.Verb, attrs.Resource)
 	})
-	return id, err
 }
 
 // Can asks the API server, as this identity, whether it may do attrs.
@@ -123,43 +104,22 @@ func ClusterRoleFromFile(path string) (*rbacv1.ClusterRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := contract.SplitYAML(data)
+	objs, err := contract.DecodeYAML(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, doc := range docs {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if meta.Kind != "ClusterRole" || meta.APIVersion != rbacv1.SchemeGroupVersion.String() {
+	for _, o := range objs {
+		if o.GroupVersionKind() != rbacv1.SchemeGroupVersion.WithKind("ClusterRole") {
 			continue
 		}
 		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(doc, role); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, role, true); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if len(role.Rules) == 0 || len(role.Rules[0].Verbs) == 0 || len(role.Rules[0].Resources) == 0 || len(role.Rules[0].APIGroups) == 0 {
+		if r := role.Rules; len(r) == 0 || len(r[0].Verbs) == 0 || len(r[0].Resources) == 0 || len(r[0].APIGroups) == 0 {
 			return nil, fmt.Errorf("%s: ClusterRole %s grants nothing", path, role.Name)
 		}
 		return role, nil
 	}
 	return nil, fmt.Errorf("%s holds no ClusterRole", path)
-}
-
-func writeKubeconfig(path, name string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	data, err := clientcmd.Write(*kc)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
 }

@@ -16,23 +16,19 @@ import (
 // starts with os/exec are forked from that thread and run in it too. Needs
 // CAP_SYS_ADMIN.
 func InNetns(path string, f func() error) error {
+	home, err := os.Open("/proc/thread-self/ns/net") // every unlocked thread's
+	if err != nil {
+		return err
+	}
+	defer home.Close()
+	ns, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		home, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer home.Close()
-		ns, err := os.Open(path)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("joining the network namespace %s: %w", path, err)

@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +18,7 @@ type Import struct {
 	IPs             []string
 	IPFamilies      []string
 	Ports           []corev1.ServicePort
-	// More are further fields beside type, ips and ports, such as
-	// sessionAffinity.
+	// More are further fields, such as sessionAffinity.
 	More map[string]any
 	// Clusters go in status.clusters (v1alpha1, v1beta1), which a create
 	// ignores, or in clusters (v1alpha2).
@@ -86,7 +83,7 @@ func TCP(name string, port int32) corev1.ServicePort {
 // MCSSlice is an IPv4 EndpointSlice name of service from cluster, labelled
 // as an MCS controller (managedBy) labels one, with ports and endpoints.
 func MCSSlice(ns, name, service, cluster, managedBy string, ports []corev1.ServicePort, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
+	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 			mcsv1beta1.LabelServiceName:              service,
 			mcsv1beta1.LabelSourceCluster:            cluster,
@@ -96,7 +93,6 @@ func MCSSlice(ns, name, service, cluster, managedBy string, ports []corev1.Servi
 		Ports:       SlicePorts(ports),
 		Endpoints:   eps,
 	}
-	return es
 }
 
 // SlicePorts are service ports as an EndpointSlice's ports.
@@ -119,24 +115,4 @@ func Endpoint(ip, hostname string, ready bool) discoveryv1.Endpoint {
 		ep.Hostname = ptr.To(hostname)
 	}
 	return ep
-}
-
-// WriteImport writes im in version as an MCS controller does: the object,
-// then, outside v1alpha2, its clusters through the status subresource (a
-// create drops status). It returns the stored object.
-func (e *Env) WriteImport(ctx context.Context, im Import, version string) (*unstructured.Unstructured, error) {
-	stored, err := e.Apply(ctx, im.Object(version))
-	if err != nil || version == "v1alpha2" || len(im.Clusters) == 0 {
-		return stored, err
-	}
-	status, _, _ := unstructured.NestedMap(im.Object(version).Object, "status")
-	stored.Object["status"] = status
-	ri, err := e.Resource(stored)
-	if err != nil {
-		return nil, err
-	}
-	if stored, err = ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("writing the status of ServiceImport %s/%s: %w", im.Namespace, im.Name, err)
-	}
-	return stored, nil
 }

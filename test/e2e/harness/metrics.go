@@ -48,7 +48,10 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 // labels are exactly labels, given as name, value pairs; ErrNoSeries when
 // the scrape holds none.
 func (m Metrics) Value(name string, labels ...string) (float64, error) {
-	want := pairs(labels)
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
 	for _, s := range m[name].GetMetric() {
 		if maps.Equal(Labels(s), want) {
 			return SeriesValue(s), nil
@@ -66,24 +69,10 @@ func Labels(s *dto.Metric) map[string]string {
 	return out
 }
 
-// SeriesValue is a gauge's, counter's or untyped series' value.
+// SeriesValue is a gauge's, counter's or untyped series' value: the one of
+// the three a series has, the others reading 0.
 func SeriesValue(s *dto.Metric) float64 {
-	switch {
-	case s.Gauge != nil:
-		return s.GetGauge().GetValue()
-	case s.Counter != nil:
-		return s.GetCounter().GetValue()
-	}
-	return s.GetUntyped().GetValue()
-}
-
-// pairs are name, value pairs as a map.
-func pairs(l []string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(l); i += 2 {
-		m[l[i]] = l[i+1]
-	}
-	return m
+	return s.GetGauge().GetValue() + s.GetCounter().GetValue() + s.GetUntyped().GetValue()
 }
 
 // ScrapeValue scrapes url and returns one series' value (Metrics.Value).

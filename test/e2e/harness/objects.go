@@ -1,12 +1,9 @@
 package harness
 
 import (
-	"github.com/clustersetdns/multicluster/internal/contract"
-
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
 // Resource returns the dynamic client for obj's kind, in obj's namespace when
@@ -30,11 +29,7 @@ func (e *Env) Resource(obj *unstructured.Unstructured) (dynamic.ResourceInterfac
 		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		return e.Dynamic.Resource(m.Resource).Namespace(ns), nil
+		return e.Dynamic.Resource(m.Resource).Namespace(cmp.Or(obj.GetNamespace(), metav1.NamespaceDefault)), nil
 	}
 	return e.Dynamic.Resource(m.Resource), nil
 }
@@ -49,23 +44,19 @@ func (e *Env) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstr
 	obj = obj.DeepCopy()
 	obj.SetResourceVersion("")
 	out, err := ri.Create(ctx, obj, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return nil, fmt.Errorf("creating %s: %w", contract.Describe(obj), err)
-		}
-		return out, nil
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err != nil {
+	if apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj.SetResourceVersion(old.GetResourceVersion())
+			out, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
 			return err
-		}
-		obj.SetResourceVersion(old.GetResourceVersion())
-		out, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
-		return err
-	})
+		})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("updating %s: %w", contract.Describe(obj), err)
+		return nil, fmt.Errorf("applying %s: %w", contract.Describe(obj), err)
 	}
 	return out, nil
 }
@@ -90,15 +81,6 @@ func (e *Env) ApplyYAML(ctx context.Context, data string) ([]*unstructured.Unstr
 	return objs, e.ApplyAll(ctx, objs)
 }
 
-// Get reads obj's current state from the API server.
-func (e *Env) Get(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ri, err := e.Resource(obj)
-	if err != nil {
-		return nil, err
-	}
-	return ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-}
-
 // Delete deletes obj; an object already gone is no error.
 func (e *Env) Delete(ctx context.Context, obj *unstructured.Unstructured) error {
 	ri, err := e.Resource(obj)
@@ -110,13 +92,4 @@ func (e *Env) Delete(ctx context.Context, obj *unstructured.Unstructured) error 
 		return fmt.Errorf("deleting %s: %w", contract.Describe(obj), err)
 	}
 	return nil
-}
-
-// DeleteAll deletes objects in reverse order.
-func (e *Env) DeleteAll(ctx context.Context, objs []*unstructured.Unstructured) error {
-	var errs []error
-	for _, o := range slices.Backward(objs) {
-		errs = append(errs, e.Delete(ctx, o))
-	}
-	return errors.Join(errs...)
 }

@@ -3,15 +3,15 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
-
-// What the tests and the bench read of processes and CPUs, through
-// prometheus/procfs.
 
 // Mem is a process's memory from /proc/PID/status, in KiB: VmRSS, VmHWM
 // (peak RSS) and RssAnon (the anonymous part of VmRSS: heap and stacks,
@@ -113,4 +113,45 @@ func findProcess(base, want string) (int, []string, error) {
 		}
 	}
 	return 0, nil, fmt.Errorf("no %s process with %s", base, want)
+}
+
+// process is a child process the harness started, and its end.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it ended
+	err  error         // Wait's result, once done is closed
+}
+
+// startProcess starts cmd, in the network namespace netns when not empty
+// (InNetns), in a process group of its own, so that a terminal's Ctrl-C
+// reaches only the test, which then stops it; it is killed should the test
+// die first (go test's -timeout).
+func startProcess(cmd *exec.Cmd, netns string) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	start := cmd.Start
+	if netns != "" {
+		start = func() error { return InNetns(netns, cmd.Start) }
+	}
+	if err := start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM, then SIGKILL after grace, and waits for the end.
+func (p *process) stop(grace time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM) // an error once it ended
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s ignored SIGTERM for %v and was killed", filepath.Base(p.cmd.Path), grace)
+	}
 }
