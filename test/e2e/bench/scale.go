@@ -47,12 +47,16 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, sides []si
 				return err
 			}
 		}
-		for _, sd := range sides {
+		starts := make([]starter, len(sides))
+		for k, sd := range sides {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-			start := func(sfx string, metrics bool) (*server, error) {
+			starts[k] = func(sfx string, metrics bool) (*server, error) {
 				return sd.start(fmt.Sprintf("-%d", size)+sfx, metrics)
 			}
-			s, err := measureFootprint(ctx, c, rep, start, fx, size, largest, churnMix)
+			s, err := measureFootprint(ctx, c, rep, starts[k], fx, size, largest, churnMix)
 			if err != nil {
 				return err
 			}
@@ -63,9 +67,13 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, sides []si
 			if s.Stop(); err != nil {
 				return fmt.Errorf("propagation, %s: %w", sd.name, err)
 			}
-			if c.replicas > 0 {
+		}
+		// The replicas last, after both sides' single servers: a burst of
+		// replicas must not precede one side's measurements only.
+		for k, sd := range sides {
+			if largest && c.replicas > 0 && ctx.Err() == nil {
 				waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-				r, err := measureReplicas(ctx, sd.name, sd.cl, start, c.replicas)
+				r, err := measureReplicas(ctx, sd.name, sd.cl, starts[k], c.replicas)
 				if err != nil { // reported, not fatal: the rest of the run stands
 					r.Err = err.Error()
 				}
@@ -74,7 +82,7 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, sides []si
 			}
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // measureFootprint starts a server, checks that the last import answers,

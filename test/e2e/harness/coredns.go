@@ -52,13 +52,11 @@ type CoreDNSOptions struct {
 	// Host is the address CoreDNS binds (DNS and ready) and is reached at;
 	// 127.0.0.1 when empty.
 	Host string
-	// Netns, when set, is the network namespace (a path such as
-	// /var/run/netns/NAME) CoreDNS runs in; Host must then be an address
-	// of that namespace that this one reaches, such as Netns.IP.
+	// Netns, when set, is the network namespace (/var/run/netns/NAME)
+	// CoreDNS runs in; Host is then an address of it we reach (Netns.IP).
 	Netns string
-	// Plugins is the body of the server block after `bind 127.0.0.1`,
-	// `errors`, `log`, (when the binary has it) `ready`, and `pprof` and
-	// `prometheus` when asked for, e.g. a `multicluster { ... }` block.
+	// Plugins ends the server block, after bind, errors, log, ready (if
+	// the binary has it), pprof and prometheus: e.g. `multicluster { ... }`.
 	Plugins string
 	// Metrics adds the prometheus plugin, on a free port (CoreDNS.MetricsURL);
 	// Pprof the pprof plugin (CoreDNS.PprofURL).
@@ -66,9 +64,8 @@ type CoreDNSOptions struct {
 	// NoLog leaves out the log plugin, which writes a line a query: for
 	// measurements.
 	NoLog bool
-	// Corefile, when set, replaces the generated Corefile; it receives the
-	// DNS port. It must bind to 127.0.0.1 itself. Only answers are waited
-	// for, not a ready plugin it may have.
+	// Corefile, when set, makes the Corefile of the DNS port, bound to
+	// 127.0.0.1; only answers are waited for, not a ready plugin.
 	Corefile func(port int) string
 	// Output, when not nil, also receives CoreDNS's stdout and stderr.
 	Output io.Writer
@@ -130,6 +127,7 @@ func startCoreDNS(bin string, port int, opts CoreDNSOptions) (*CoreDNS, error) {
 	if opts.Corefile != nil {
 		c.Corefile = opts.Corefile(port)
 	} else if c.Corefile, err = c.corefile(opts); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	conf := filepath.Join(dir, "Corefile")
@@ -169,6 +167,10 @@ func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
 	for i, z := range zones {
 		keys[i] = strings.TrimSuffix(z, ".") + ":" + strconv.Itoa(c.Port)
 	}
+	ready, err := hasPlugin(c.Bin, "ready")
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s {\n\tbind %s\n\terrors\n", strings.Join(keys, " "), c.Host)
 	if !opts.NoLog {
@@ -179,7 +181,7 @@ func (c *CoreDNS) corefile(opts CoreDNSOptions) (string, error) {
 		on           bool
 		url          *string
 	}{
-		{"ready", "/ready", hasPlugin(c.Bin, "ready"), &c.ReadyURL},
+		{"ready", "/ready", ready, &c.ReadyURL},
 		{"pprof", "/debug/pprof", opts.Pprof, &c.PprofURL},
 		{"prometheus", "/metrics", opts.Metrics, &c.MetricsURL},
 	} {
@@ -213,10 +215,16 @@ func MulticlusterBlock(kubeconfig string, options ...string) string {
 }
 
 // hasPlugin says whether `bin -plugins` lists the DNS plugin name ("dns."
-// name before CoreDNS 1.12).
-func hasPlugin(bin, name string) bool {
-	list, _ := exec.Command(bin, "-plugins").Output()
-	return slices.ContainsFunc(strings.Fields(string(list)), func(f string) bool { return f == name || f == "dns."+name })
+// name before CoreDNS 1.12); no binary has none.
+func hasPlugin(bin, name string) (bool, error) {
+	if bin == "" {
+		return false, nil
+	}
+	list, err := exec.Command(bin, "-plugins").Output()
+	if err != nil {
+		return false, fmt.Errorf("%s -plugins: %w", bin, err)
+	}
+	return slices.ContainsFunc(strings.Fields(string(list)), func(f string) bool { return f == name || f == "dns."+name }), nil
 }
 
 // wait polls every 10 ms, so that ReadyIn can be read as a measurement,

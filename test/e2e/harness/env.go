@@ -196,8 +196,7 @@ func (e *Env) configure(api *envtest.APIServer, opts Options) error {
 	return nil
 }
 
-// connect makes the admin clients of cfg; the config of a started envtest
-// is valid, which is all their errors check.
+// connect makes the admin clients of a started envtest's cfg, never invalid.
 func (e *Env) connect(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 200, 400
 	e.Config = cfg
@@ -246,10 +245,8 @@ func Context(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
-// handedOut are the ports FreePort has returned in this process: never
-// returned twice, since the kernel may hand a port it just freed to the next
-// listener on port 0, and two calls for one CoreDNS (say its ready and its
-// metrics port) then collide.
+// handedOut are the ports FreePort returned: never twice, as the kernel may
+// give a port just freed to the next listener (one CoreDNS's ready and metrics).
 var handedOut sync.Map // port -> true
 
 // FreePort returns a port on 127.0.0.1 free for both UDP and TCP a moment

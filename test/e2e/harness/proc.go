@@ -20,28 +20,24 @@ type Mem struct{ RSS, HWM, Anon int }
 
 // ProcMemory reads process pid's memory.
 func ProcMemory(pid int) (Mem, error) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return Mem{}, err
-	}
-	st, err := p.NewStatus()
-	if err != nil {
-		return Mem{}, err
-	}
-	return Mem{RSS: int(st.VmRSS >> 10), HWM: int(st.VmHWM >> 10), Anon: int(st.RssAnon >> 10)}, nil
+	st, err := fromProc(pid, procfs.Proc.NewStatus)
+	return Mem{RSS: int(st.VmRSS >> 10), HWM: int(st.VmHWM >> 10), Anon: int(st.RssAnon >> 10)}, err
 }
 
 // CPUSeconds is process pid's user plus system time.
 func CPUSeconds(pid int) (float64, error) {
+	st, err := fromProc(pid, procfs.Proc.Stat)
+	return st.CPUTime(), err
+}
+
+// fromProc is what read reads of process pid.
+func fromProc[T any](pid int, read func(procfs.Proc) (T, error)) (T, error) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, err
+		var zero T
+		return zero, err
 	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.CPUTime(), nil
+	return read(p)
 }
 
 // CPUTime is one CPU's time, in seconds: Busy is all but idle and iowait.
@@ -74,10 +70,10 @@ func ReadCPUTime(cpu string) (CPUTime, error) {
 // them, or "?".
 func LoadAvg() string {
 	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return "?"
+	l := &procfs.LoadAvg{}
+	if err == nil {
+		l, err = fs.LoadAvg()
 	}
-	l, err := fs.LoadAvg()
 	if err != nil {
 		return "?"
 	}
