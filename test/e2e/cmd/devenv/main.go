@@ -66,10 +66,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	digs, err := digCommands(o.port, objs)
+	st, err := answers(objs, 5) // the TTL does not change which names there are
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.testdata, err)
 	}
+	digs := digCommands(o.port, st)
 	snap, release, err := claimPort(o)
 	if err != nil {
 		return err

@@ -49,14 +49,15 @@ func runtimeObjects(objs []*unstructured.Unstructured) []runtime.Object {
 	return in
 }
 
-// digCommands lists one dig command for each kind of name the objects give.
-// The names come from the plugin's own answers to the objects (cache.Static),
-// so the list cannot drift from what CoreDNS serves.
-func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
-	st, err := cache.NewStatic([]string{zone + "."}, 5, runtimeObjects(objs)...)
-	if err != nil {
-		return "", err
-	}
+// answers are the plugin's answers to the objects in the zone, with ttl.
+func answers(objs []*unstructured.Unstructured, ttl uint32) (*cache.Static, error) {
+	return cache.NewStatic([]string{zone + "."}, ttl, runtimeObjects(objs)...)
+}
+
+// digCommands lists one dig command for each kind of name st answers. The
+// names come from the plugin's own answers to the objects, so the list
+// cannot drift from what CoreDNS serves.
+func digCommands(port int, st *cache.Static) string {
 	var svcs []*cache.Service
 	st.Each(func(s *cache.Service) bool { svcs = append(svcs, s); return true })
 	slices.SortFunc(svcs, func(a, b *cache.Service) int {
@@ -76,7 +77,7 @@ func digCommands(port int, objs []*unstructured.Unstructured) (string, error) {
 	for _, q := range d.qs {
 		fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +norec %-58s # %s\n", port, q[0], q[1])
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // digs collects the questions of digCommands, one of each kind.

@@ -40,7 +40,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	multicluster "github.com/clustersetdns/multicluster"
-	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
@@ -71,17 +70,14 @@ func run(port, ttl int, testdata string) error {
 	if err != nil {
 		return err
 	}
-	digs, err := digCommands(port, objs)
-	if err != nil {
-		return fmt.Errorf("%s: %w", testdata, err)
-	}
 	if ttl == 0 {
 		ttl = multicluster.DefaultTTL
 	}
-	st, err := cache.Config{Zones: []string{zone + "."}, TTL: uint32(ttl)}.Static(runtimeObjects(objs)...)
+	st, err := answers(objs, uint32(ttl))
 	if err != nil {
 		return fmt.Errorf("%s: %w", testdata, err)
 	}
+	digs := digCommands(port, st)
 	if err := portFree(port); err != nil {
 		return err
 	}
