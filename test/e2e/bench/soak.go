@@ -238,12 +238,14 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 	}
 	logf("soak: a write failed, deleting the object: %v", err)
 	ns := w.cl.fx.namespace(i % w.services)
-	delete(w.headless, i)
-	delete(w.objs, i)
 	return false, retryTransient(ctx, func(ctx context.Context) error {
-		err := w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
+		var err error
 		if slice {
+			delete(w.objs, i)
 			err = w.cl.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, fmt.Sprintf("es-%05d", i), metav1.DeleteOptions{})
+		} else {
+			delete(w.headless, i)
+			err = w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
 		}
 		return cond(apierrors.IsNotFound(err), nil, err)
 	})
