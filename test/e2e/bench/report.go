@@ -42,6 +42,7 @@ type column[R any] struct {
 // table is one table of the report: a sentence before it, its title (none:
 // the table follows the sentence), its header and rows, and lines after it.
 type table struct {
+	mdOnly          bool // in the Markdown only, not on the terminal
 	intro, title    string
 	head            []string
 	rows            [][]string
@@ -82,6 +83,9 @@ func render(w io.Writer, tables []table, md bool) {
 		fmt.Fprintf(w, "\n%s\n", s)
 	}
 	for _, t := range tables {
+		if t.mdOnly && !md {
+			continue
+		}
 		if t.intro != "" {
 			para(t.intro, ".")
 		}
@@ -132,11 +136,12 @@ func (r *report) write() error {
 	r.finished = time.Now()
 	var text, md strings.Builder
 	fmt.Fprintf(&text, "\n== bench: %s, %.0fs\n   %s\n", r.started.Format(time.RFC3339), r.finished.Sub(r.started).Seconds(), strings.Join(r.host, "\n   "))
-	render(&text, r.tables(false), false)
+	tables := r.tables()
+	render(&text, tables, false)
 	fmt.Print(text.String())
 	fmt.Fprintf(&md, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"),
 		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
-	render(&md, r.tables(true), true)
+	render(&md, tables, true)
 	charts, err := r.charts(c.charts)
 	if err != nil {
 		return err
@@ -153,8 +158,8 @@ func (r *report) write() error {
 }
 
 // tables are the report's tables, in order; the terminal and Markdown show
-// the same ones, and everyRun adds the table of every run.
-func (r *report) tables(everyRun bool) []table {
+// the same ones but the table of every run, the Markdown's alone.
+func (r *report) tables() []table {
 	var out []table
 	if len(r.results) > 0 {
 		c := r.cfg
@@ -163,10 +168,9 @@ func (r *report) tables(everyRun bool) []table {
 			c.rounds, c.duration, c.serverCPU, c.clients, c.outstanding, c.loadCPU)
 		detail := tableOf("per server and mix, over all rounds", r.groups(), detailCols)
 		detail.warnings = r.warnings()
-		out = append(out, qps, tableOf(perCPUTitle, r.mixes, r.summaryCols(perCPUOf)), detail)
-		if everyRun {
-			out = append(out, tableOf("every run", r.results, runCols))
-		}
+		every := tableOf("every run", r.results, runCols)
+		every.mdOnly = true
+		out = append(out, qps, tableOf(perCPUTitle, r.mixes, r.summaryCols(perCPUOf)), detail, every)
 	}
 	if len(r.footprints) > 0 {
 		out = append(out, tableOf(footprintTitle, r.footprints, footprintCols))
