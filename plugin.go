@@ -62,6 +62,9 @@ type Multicluster struct {
 	namespaces     []string
 	clusterID      string // the local cluster; else the ClusterProperty's
 	preferLocal    bool   // every headless service prefers the local cluster
+	denyRanges     []netip.Prefix
+	allowNS        []string // protected namespaces answered all the same
+	maxEndpoints   int      // 0 for cache.DefaultMaxEndpoints
 	startupTimeout time.Duration
 	closeIdle      func()          // closes the API server connections at shutdown
 	ctx            context.Context // the controller's, until shutdown

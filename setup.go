@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,95 +75,149 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if len(m.tlsFiles) > 0 && m.endpoint == "" {
 			return nil, c.Err("tls needs endpoint")
 		}
+		for _, ns := range m.namespaces {
+			if cache.Protected(ns, m.allowNS) {
+				log.Warningf("namespaces names %s, a protected namespace whose imports are not answered; add allow_namespaces %s to answer them", ns, ns)
+			}
+		}
 	}
 	return m, nil
 }
 
+// option reads one option of the block, the one c is at.
 func (m *Multicluster) option(c *caddy.Controller) error {
 	opt := c.Val()
-	o, ok := options[opt]
-	if !ok {
-		return c.Errf("unknown option %q", opt)
-	}
 	args := c.RemainingArgs()
-	if len(args) < o.min || o.max >= 0 && len(args) > o.max {
-		return c.ArgErr()
+	// count checks the number of arguments: at least lo, at most hi (-1 for any).
+	count := func(lo, hi int) error {
+		if len(args) < lo || hi >= 0 && len(args) > hi {
+			return c.ArgErr()
+		}
+		return nil
 	}
-	return o.set(m, c, opt, args)
-}
-
-// optionSpec is one Corefile option: how many arguments it takes (max -1
-// for any number) and what it sets from them.
-type optionSpec struct {
-	min, max int
-	set      func(m *Multicluster, c *caddy.Controller, opt string, args []string) error
-}
-
-var options = map[string]optionSpec{
-	"kubeconfig": {1, 2, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
+	switch opt {
+	case "kubeconfig":
+		if err := count(1, 2); err != nil {
+			return err
+		}
 		m.kubeconfig = args[0]
 		if len(args) == 2 {
 			m.kubecontext = args[1]
 		}
-		return nil
-	}},
-	"endpoint": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "endpoint":
+		if err := count(1, 1); err != nil {
+			return err
+		}
 		if u, err := url.Parse(args[0]); err != nil || u.Scheme == "" || u.Host == "" {
 			return c.Errf("endpoint must be a URL such as https://10.0.0.1:6443, not %q", args[0])
 		}
 		m.endpoint = args[0]
-		return nil
-	}},
-	"tls": {3, 3, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
+	case "tls":
+		if err := count(3, 3); err != nil {
+			return err
+		}
 		m.tlsFiles = args
-		return nil
-	}},
-	"apiserver_qps":   {1, 1, apiserverLimit},
-	"apiserver_burst": {1, 1, apiserverLimit},
-	"labels": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "apiserver_qps", "apiserver_burst":
+		if err := count(1, 1); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return c.Errf("%s must be a positive whole number, not %q", opt, args[0])
+		}
+		if opt == "apiserver_qps" {
+			m.qps = float32(n)
+		} else {
+			m.burst = n
+		}
+	case "labels":
+		if err := count(1, -1); err != nil {
+			return err
+		}
 		expr := strings.Join(args, " ")
 		if _, err := labels.Parse(expr); err != nil {
 			return c.Errf("labels: %q is not a label selector: %v", expr, err)
 		}
 		m.labels = expr
-		return nil
-	}},
-	"ttl": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "ttl":
+		if err := count(1, 1); err != nil {
+			return err
+		}
 		ttl, err := strconv.Atoi(args[0])
 		if err != nil || ttl < 0 || ttl > 3600 {
 			return c.Errf("ttl must be a whole number of seconds from 0 to 3600, not %q", args[0])
 		}
 		m.TTL = uint32(ttl)
-		return nil
-	}},
-	"fallthrough": {0, -1, func(m *Multicluster, _ *caddy.Controller, _ string, args []string) error {
+	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
-		return nil
-	}},
-	"fallback": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "fallback":
+		if err := count(1, 1); err != nil {
+			return err
+		}
 		if args[0] != cache.V1alpha1 {
 			return c.Errf("fallback takes %q, the only version there is to fall back to (v1beta1 and v1alpha2 are always read), not %q", cache.V1alpha1, args[0])
 		}
 		m.fallback = true
-		return nil
-	}},
-	"namespaces": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "namespaces":
+		if err := count(1, -1); err != nil {
+			return err
+		}
 		for _, ns := range args {
 			if len(validation.IsDNS1123Label(ns)) > 0 {
 				return c.Errf("namespace %q is not a valid namespace name", ns)
 			}
 		}
 		m.namespaces = append(m.namespaces, args...)
-		return nil
-	}},
-	"cluster_id": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "allow_namespaces":
+		if err := count(1, -1); err != nil {
+			return err
+		}
+		for _, ns := range args {
+			name, pattern := strings.CutSuffix(ns, "*")
+			if pattern {
+				name = strings.TrimSuffix(name, "-")
+			}
+			if len(validation.IsDNS1123Label(name)) > 0 {
+				return c.Errf("allow_namespaces: %q is neither a namespace name nor a pattern such as openshift-*", ns)
+			}
+		}
+		m.allowNS = append(m.allowNS, args...)
+	case "deny_ranges":
+		if err := count(1, -1); err != nil {
+			return err
+		}
+		for _, a := range args {
+			p, err := netip.ParsePrefix(a)
+			if err != nil {
+				ip, ierr := netip.ParseAddr(a)
+				if ierr != nil || ip.Zone() != "" {
+					return c.Errf("deny_ranges: %q is neither a CIDR such as 10.244.0.0/16 nor an IP address", a)
+				}
+				p = netip.PrefixFrom(ip, ip.BitLen())
+			}
+			m.denyRanges = append(m.denyRanges, p.Masked())
+		}
+	case "max_endpoints":
+		if err := count(1, 1); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return c.Errf("max_endpoints must be a positive whole number, not %q", args[0])
+		}
+		m.maxEndpoints = n
+	case "cluster_id":
+		if err := count(1, 1); err != nil {
+			return err
+		}
 		if errs := validation.IsDNS1123Subdomain(args[0]); len(errs) > 0 {
 			return c.Errf("cluster_id %q is not a cluster ID, an RFC 1123 subdomain such as east or east.example.com", args[0])
 		}
 		m.clusterID = args[0]
-		return nil
-	}},
-	"ns_address": {1, -1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "ns_address":
+		if err := count(1, -1); err != nil {
+			return err
+		}
 		for _, a := range args {
 			ip := net.ParseIP(a)
 			if ip == nil || ip.IsUnspecified() {
@@ -170,32 +225,22 @@ var options = map[string]optionSpec{
 			}
 			m.nsAddrs = appendAddr(m.nsAddrs, ip)
 		}
-		return nil
-	}},
-	"prefer_local": {0, 0, func(m *Multicluster, _ *caddy.Controller, _ string, _ []string) error {
+	case "prefer_local":
+		if err := count(0, 0); err != nil {
+			return err
+		}
 		m.preferLocal = true
-		return nil
-	}},
-	"startup_timeout": {1, 1, func(m *Multicluster, c *caddy.Controller, _ string, args []string) error {
+	case "startup_timeout":
+		if err := count(1, 1); err != nil {
+			return err
+		}
 		d, err := time.ParseDuration(args[0])
 		if err != nil || d < 0 {
 			return c.Errf("startup_timeout must be a duration such as 5s, not %q", args[0])
 		}
 		m.startupTimeout = d
-		return nil
-	}},
-}
-
-// apiserverLimit sets apiserver_qps or apiserver_burst.
-func apiserverLimit(m *Multicluster, c *caddy.Controller, opt string, args []string) error {
-	n, err := strconv.Atoi(args[0])
-	if err != nil || n <= 0 {
-		return c.Errf("%s must be a positive whole number, not %q", opt, args[0])
-	}
-	if opt == "apiserver_qps" {
-		m.qps = float32(n)
-	} else {
-		m.burst = n
+	default:
+		return c.Errf("unknown option %q", opt)
 	}
 	return nil
 }
@@ -262,6 +307,7 @@ func (m *Multicluster) start() error {
 	ctrl := cache.New(dyn, imports, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
 		ClusterID: m.clusterID, PreferLocal: m.preferLocal,
+		DenyRanges: m.denyRanges, AllowNamespaces: m.allowNS, MaxEndpoints: m.maxEndpoints,
 		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})
 	m.backend = ctrl

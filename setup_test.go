@@ -57,6 +57,13 @@ func TestParse(t *testing.T) {
 				t.Errorf("cluster_id %q, prefer_local %v", m.clusterID, m.preferLocal)
 			}
 		}},
+		{input: "multicluster {\n deny_ranges 10.244.1.0/16 fd00:10::/64\n deny_ranges 192.0.2.7\n allow_namespaces kube-system openshift-*\n max_endpoints 500\n}",
+			check: func(t *testing.T, m *Multicluster) {
+				if fmt.Sprint(m.denyRanges) != "[10.244.0.0/16 fd00:10::/64 192.0.2.7/32]" ||
+					fmt.Sprint(m.allowNS) != "[kube-system openshift-*]" || m.maxEndpoints != 500 {
+					t.Errorf("deny %v, allow %v, max %d", m.denyRanges, m.allowNS, m.maxEndpoints)
+				}
+			}},
 		{input: "multicluster {\n ns_address 10.96.0.10 fd00::a\n}", check: func(t *testing.T, m *Multicluster) {
 			if fmt.Sprint(m.nsAddrs) != "[10.96.0.10 fd00::a]" || len(m.nsAddrs[0]) != 4 {
 				t.Errorf("ns_address %v", m.nsAddrs)
@@ -102,6 +109,14 @@ func TestParseErrors(t *testing.T) {
 		{input: "multicluster {\n namespaces\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n namespaces Bad_NS\n}", wantErr: `namespace "Bad_NS" is not a valid namespace name`},
 		{input: "multicluster {\n startup_timeout soon\n}", wantErr: `startup_timeout must be a duration`},
+		{input: "multicluster {\n deny_ranges\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
+		{input: "multicluster {\n deny_ranges 10.0.0.0/33\n}", wantErr: `Testfile:2 - Error during parsing: deny_ranges: "10.0.0.0/33" is neither a CIDR`},
+		{input: "multicluster {\n deny_ranges pods\n}", wantErr: `deny_ranges: "pods" is neither a CIDR`},
+		{input: "multicluster {\n allow_namespaces\n}", wantErr: "Wrong argument count"},
+		{input: "multicluster {\n allow_namespaces *\n}", wantErr: `Testfile:2 - Error during parsing: allow_namespaces: "*" is neither a namespace name nor a pattern`},
+		{input: "multicluster {\n allow_namespaces Kube_System\n}", wantErr: `allow_namespaces: "Kube_System" is neither`},
+		{input: "multicluster {\n max_endpoints 0\n}", wantErr: `Testfile:2 - Error during parsing: max_endpoints must be a positive whole number, not "0"`},
+		{input: "multicluster {\n max_endpoints\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n resyncperiod 5m\n}", wantErr: `Testfile:2 - Error during parsing: unknown option "resyncperiod"`},
 		{input: "multicluster\nmulticluster", wantErr: "this plugin"},
 	} {

@@ -144,10 +144,13 @@ type namedAddrs struct {
 
 // normalize gathers the inputs of one service. It returns false when the
 // service has nothing to answer: a ClusterSetIP import without IPs, or a
-// headless import without ready endpoints. local is the cluster whose
-// endpoints a headless service answers alone while it has some ready
-// (closest), or "" for no preference.
-func normalize(im *Import, viewSlices []*Slice, local string) (normalized, bool) {
+// headless import without ready endpoints. A headless import that lists
+// its clusters takes the slices of those clusters only. local is the
+// cluster whose endpoints a headless service answers alone while it has some
+// ready (closest), or "" for no preference; proven, when not nil, says which
+// endpoints of a slice that claims the local cluster really are its
+// (localslices.go): the others are answered as any other cluster's.
+func normalize(im *Import, viewSlices []*Slice, local string, proven func(*Slice, Endpoint) bool) (normalized, bool) {
 	n := normalized{headless: im.Headless, ports: im.Ports}
 	if !im.Headless {
 		n.ips = im.IPs
@@ -156,12 +159,12 @@ func normalize(im *Import, viewSlices []*Slice, local string) (normalized, bool)
 	byName := map[string][]netip.Addr{}
 	var localNames map[string]bool // made only for a service with a preference
 	for _, s := range viewSlices {
-		if s.Cluster == "" {
+		if s.Cluster == "" || !im.lists(s.Cluster) {
 			continue
 		}
 		for _, e := range s.Endpoints {
 			name := e.Host + "." + s.Cluster
-			if local != "" && s.Cluster == local {
+			if local != "" && s.Cluster == local && (proven == nil || proven(s, e)) {
 				if localNames == nil {
 					localNames = map[string]bool{}
 				}

@@ -25,7 +25,7 @@ func TestSRVPorts(t *testing.T) {
 	} {
 		im := &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true,
 			IPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}, Ports: tc.ports}
-		n, _ := normalize(im, nil, "")
+		n, _ := normalize(im, nil, "", nil)
 		svc := build(im, n, []string{"clusterset.local."}, 5)
 		if got := svc.SRVPorts(); !slices.Equal(got, tc.want) {
 			t.Errorf("ports %v: SRVPorts %v, want %v", tc.ports, got, tc.want)
@@ -49,7 +49,7 @@ func TestHeadlessSRVOnePerTargetAndPort(t *testing.T) {
 	for i, h := range []string{"a", "b", "c"} {
 		eps = append(eps, Endpoint{Host: h, Addrs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + i)})}})
 	}
-	n, ok := normalize(im, []*Slice{{Service: "svc", Cluster: "west", Endpoints: eps}}, "")
+	n, ok := normalize(im, []*Slice{{Service: "svc", Cluster: "west", Endpoints: eps}}, "", nil)
 	if !ok {
 		t.Fatal("no answers")
 	}

@@ -40,6 +40,16 @@ type Config struct {
 	// PreferLocal makes every headless service prefer the local cluster's
 	// endpoints, as trafficDistribution PreferClose makes one.
 	PreferLocal bool
+	// DenyRanges are addresses never answered, beside those no Service can
+	// have (guard.go): the cluster's own node or pod CIDRs, say.
+	DenyRanges []netip.Prefix
+	// AllowNamespaces are the protected namespaces (ProtectedNamespaces)
+	// whose imports are answered all the same; names, or patterns ending
+	// in '*'.
+	AllowNamespaces []string
+	// MaxEndpoints caps the ready endpoints a service keeps; 0 for
+	// DefaultMaxEndpoints, negative for no cap.
+	MaxEndpoints int
 	// Reverse keeps an index from ClusterSetIP to services, for LookupIP:
 	// set it when the plugin answers reverse zones.
 	Reverse bool
@@ -101,6 +111,14 @@ type Controller struct {
 	lossReported map[string]string // service key -> resourceVersion whose data loss was reported; sync's alone
 
 	sliceReports *reportedWrites // the EndpointSlice writes whose problems were reported
+	budget       *endpointBudget // the endpoints each service keeps (guard.go)
+	// useReports: the slices left out of, or not local to, an import,
+	// reported once per pair of writes (sync).
+	useReports *reportedWrites
+
+	// The local cluster's own EndpointSlices (localslices.go), watched
+	// once a service prefers the local cluster's endpoints.
+	own *ownSlices
 
 	// The local cluster (local.go): nil cluster when the Config names it.
 	cluster        toolscache.SharedIndexInformer // the ClusterProperty that names it, by name
@@ -131,6 +149,8 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 		lossReported: map[string]string{},
 
 		sliceReports: newReportedWrites(),
+		useReports:   newReportedWrites(),
+		budget:       newEndpointBudget(cfg.maxEndpoints()),
 
 		crdChanged: make(chan struct{}, 1),
 		every:      pollDiscovery,
@@ -153,6 +173,7 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 	c.crd = c.newCRDWatch()
 
 	c.slices = c.newSliceInformer(kube)
+	c.own = newOwnSlices(c, kube)
 	return c
 }
 
@@ -214,7 +235,9 @@ func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.Shar
 		if !ok {
 			return obj, nil
 		}
-		return sliceFrom(es), nil
+		s := sliceFrom(es, c.cfg.DenyRanges)
+		c.budget.fit(s)
+		return s, nil
 	})
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, KindEndpointSlice, obj); c.enqueueSlice(obj) },
@@ -223,9 +246,27 @@ func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.Shar
 			c.enqueueSlice(old)
 			c.enqueueSlice(obj)
 		},
-		DeleteFunc: func(obj any) { forgetDeleted(c.sliceReports, obj); c.enqueueSlice(obj) },
+		DeleteFunc: func(obj any) {
+			forgetDeleted(c.sliceReports, obj)
+			forgetDeleted(c.useReports, obj)
+			if k, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.budget.release(k)
+			}
+			c.enqueueSlice(obj)
+		},
 	})
 	return inf
+}
+
+// maxEndpoints is the cap on a service's endpoints, 0 for none.
+func (cfg *Config) maxEndpoints() int {
+	switch {
+	case cfg.MaxEndpoints < 0:
+		return 0
+	case cfg.MaxEndpoints == 0:
+		return DefaultMaxEndpoints
+	}
+	return cfg.MaxEndpoints
 }
 
 func tombstone(obj any) any {
@@ -255,6 +296,7 @@ func (c *Controller) enqueueSlice(obj any) {
 // its view, and every service is then rebuilt from the views left.
 func (c *Controller) Run(ctx context.Context) {
 	slicesDone, crdDone, clusterDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	c.own.ctx = ctx
 	go func() { defer close(slicesDone); c.slices.RunWithContext(ctx) }()
 	go func() { defer close(crdDone); c.crd.RunWithContext(ctx) }()
 	go func() {
@@ -272,6 +314,7 @@ func (c *Controller) Run(ctx context.Context) {
 		<-slicesDone
 		<-crdDone
 		<-clusterDone
+		c.own.wait()
 		c.viewsMu.Lock()
 		for _, sh := range c.shapes {
 			c.retire(sh.active, sh.starting)
@@ -291,6 +334,7 @@ func (c *Controller) Run(ctx context.Context) {
 			// every earlier one, and syncAll reads them.
 			c.live.Store(true)
 			c.syncAll()
+			c.own.settle(ctx) // services that prefer local endpoints answer them from the first
 			c.synced.Store(true)
 			c.publishStats()
 			c.logf("synced: %d services from ServiceImport %v", c.idx.count(), c.activeVersions())

@@ -133,6 +133,13 @@ func (e *env) serve(versions ...string) {
 	}
 }
 
+// skips is how often reason was counted.
+func (e *env) skips(reason string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.skip[reason]
+}
+
 func start(t testing.TB, fallback bool, objs ...runtime.Object) *env {
 	t.Helper()
 	return startWith(t, fallback, nil, objs...)

@@ -33,7 +33,23 @@ const (
 	ReasonDataLost       = "data_lost"
 	ReasonDecode         = "decode_error"
 	ReasonBadServiceName = "bad_service_name"
+
+	// What a peer cannot make the plugin answer (guard.go).
+	ReasonUnspecifiedAddress = "unspecified_address"
+	ReasonLoopbackAddress    = "loopback_address"
+	ReasonLinkLocalAddress   = "link_local_address"
+	ReasonMulticastAddress   = "multicast_address"
+	ReasonBroadcastAddress   = "broadcast_address"
+	ReasonDeniedAddress      = "denied_address"
+	ReasonProtectedNamespace = "protected_namespace"
+	ReasonUnlistedCluster    = "unlisted_cluster"
+	ReasonUnprovenLocal      = "unproven_local"
+	ReasonTooManyEndpoints   = "too_many_endpoints"
 )
+
+// addressReasons are the reasons addressProblem gives.
+var addressReasons = []string{ReasonUnspecifiedAddress, ReasonLoopbackAddress, ReasonLinkLocalAddress,
+	ReasonMulticastAddress, ReasonBroadcastAddress, ReasonDeniedAddress}
 
 // Kinds of the objects the skipped metric counts: a ServiceImport's problems
 // are counted by the version it was read through (ImportKind), the loss of
@@ -53,12 +69,16 @@ func SkipSeries() [][2]string {
 	var out [][2]string
 	for _, v := range Versions {
 		for _, r := range []string{ReasonBadIP, ReasonExtraIP, ReasonHeadlessIPs, ReasonNoIPs, ReasonBadType,
-			ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort, ReasonDecode} {
+			ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort, ReasonDecode, ReasonProtectedNamespace} {
+			out = append(out, [2]string{ImportKind(v), r})
+		}
+		for _, r := range addressReasons {
 			out = append(out, [2]string{ImportKind(v), r})
 		}
 	}
 	out = append(out, [2]string{KindServiceImport, ReasonDataLost})
-	for _, r := range []string{ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress} {
+	for _, r := range append([]string{ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress,
+		ReasonUnlistedCluster, ReasonUnprovenLocal, ReasonTooManyEndpoints}, addressReasons...) {
 		out = append(out, [2]string{KindEndpointSlice, r})
 	}
 	return out
@@ -86,11 +106,13 @@ type rawImport struct {
 	ips                 []string
 	ports               []rawPort
 	trafficDistribution *string
+	clusters            []string
 }
 
-// readShared validates the fields both shapes share and puts them in im. A view without a type is a
-// view the API server pruned: it carries no data.
-func readShared(im *Import, raw rawImport) {
+// readShared validates the fields both shapes share and puts them in im,
+// leaving out the addresses addressProblem refuses, deny among them. A view
+// without a type is a view the API server pruned: it carries no data.
+func readShared(im *Import, raw rawImport, deny []netip.Prefix) {
 	typ, ips, ports := raw.typ, raw.ips, raw.ports
 	switch typ {
 	case "":
@@ -108,6 +130,7 @@ func readShared(im *Import, raw rawImport) {
 		if len(ips) > 0 {
 			im.addProblem(ReasonHeadlessIPs)
 		}
+		readClusters(im, raw.clusters)
 	} else {
 		var have4, have6 bool
 		for _, s := range ips {
@@ -117,6 +140,10 @@ func readShared(im *Import, raw rawImport) {
 				continue
 			}
 			ip = ip.Unmap()
+			if why := addressProblem(ip, deny); why != "" {
+				im.addProblem(why)
+				continue
+			}
 			if (ip.Is4() && have4) || (ip.Is6() && have6) {
 				im.addProblem(ReasonExtraIP)
 				continue
@@ -167,6 +194,25 @@ func readShared(im *Import, raw rawImport) {
 		im.Ports = append(im.Ports, np)
 	}
 	im.Ports = sharedPorts(im.Ports)
+}
+
+// readClusters keeps the clusters a headless import lists, the only ones
+// whose EndpointSlices answer it. A name that is no cluster ID matches no
+// slice (sliceFrom refuses those), so it is kept: an import that lists only
+// unusable names lists clusters all the same, and takes no slice.
+func readClusters(im *Import, clusters []string) {
+	if len(clusters) == 0 {
+		return
+	}
+	cs := make([]string, 0, len(clusters))
+	for _, c := range clusters {
+		c = strings.ToLower(c)
+		if !slices.Contains(cs, c) {
+			cs = append(cs, intern(c))
+		}
+	}
+	slices.Sort(cs)
+	im.more().clusters = cs
 }
 
 // prefersClose reports whether a trafficDistribution asks for close
@@ -222,8 +268,9 @@ func sharedPorts(ports []Port) []Port {
 }
 
 // sliceFrom makes the slim copy of a multi-cluster EndpointSlice. Only ready
-// endpoints are kept (a nil ready counts as ready).
-func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
+// endpoints are kept (a nil ready counts as ready), and only their addresses
+// that addressProblem lets through (deny among them).
+func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 	s := &Slice{Meta: Meta{Namespace: intern(es.Namespace), Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}
 	if len(validation.IsDNS1123Label(s.Service)) > 0 {
 		s.Problems = append(s.Problems, ReasonBadServiceName)
@@ -257,7 +304,15 @@ func sliceFrom(es *discoveryv1.EndpointSlice) *Slice {
 		e := Endpoint{}
 		for _, a := range ep.Addresses {
 			ip, err := netip.ParseAddr(a)
-			if err != nil || ip.Zone() != "" || !want(ip) {
+			if err != nil || ip.Zone() != "" {
+				s.Problems = append(s.Problems, ReasonBadAddress)
+				continue
+			}
+			if why := addressProblem(ip, deny); why != "" {
+				s.Problems = append(s.Problems, why)
+				continue
+			}
+			if !want(ip) {
 				s.Problems = append(s.Problems, ReasonBadAddress)
 				continue
 			}

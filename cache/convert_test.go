@@ -114,7 +114,7 @@ func TestSliceProblems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			es := mcSlice("ns", "s", "svc", "west", "10.0.0.1")
 			tc.mutate(es)
-			s := sliceFrom(es)
+			s := sliceFrom(es, nil)
 			if s.Cluster != tc.cluster || fmt.Sprint(s.Endpoints) != tc.eps || !slices.Equal(s.Problems, tc.problems) {
 				t.Errorf("got cluster=%q eps=%v problems=%v", s.Cluster, s.Endpoints, s.Problems)
 			}
@@ -122,7 +122,7 @@ func TestSliceProblems(t *testing.T) {
 	}
 	v6 := mcSlice("ns", "s", "svc", "west", "fd00::1:2")
 	v6.AddressType = discoveryv1.AddressTypeIPv6
-	if got := fmt.Sprint(sliceFrom(v6).Endpoints); got != "[{fd00--1-2 [fd00::1:2]}]" {
+	if got := fmt.Sprint(sliceFrom(v6, nil).Endpoints); got != "[{fd00--1-2 [fd00::1:2]}]" {
 		t.Errorf("IPv6 endpoint name: %s", got)
 	}
 }
@@ -256,8 +256,8 @@ func TestSlimCopiesShareWhatIsAlike(t *testing.T) {
 	if c := readUnstructured(other, V1alpha2); c.Ports[0].Proto != "udp" || &c.Ports[0] == &a.Ports[0] {
 		t.Errorf("a different list is shared: %v", c.Ports)
 	}
-	s1 := sliceFrom(mcSlice("ns-1", "s1", "svc", string([]byte("west")), "10.0.0.1"))
-	s2 := sliceFrom(mcSlice("ns-1", "s2", "svc", string([]byte("west")), "10.0.0.2"))
+	s1 := sliceFrom(mcSlice("ns-1", "s1", "svc", string([]byte("west")), "10.0.0.1"), nil)
+	s2 := sliceFrom(mcSlice("ns-1", "s2", "svc", string([]byte("west")), "10.0.0.2"), nil)
 	if unsafe.StringData(s1.Cluster) != unsafe.StringData(s2.Cluster) {
 		t.Error("each slice has its own copy of the cluster name")
 	}

@@ -35,7 +35,7 @@ func BenchmarkDecodeImports(b *testing.B) {
 			}
 			list := obj.(*decodedList[mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImport])
 			for i := range list.Items {
-				if im, _ := tv.read(&list.Items[i]); im.HasData {
+				if im, _ := tv.read(&list.Items[i], nil); im.HasData {
 					got++
 				}
 			}
@@ -116,6 +116,6 @@ func benchDecodePage(b *testing.B, n int, decode func(*testing.B) int) {
 
 // importFromTyped is the plugin's reading of mcs-api's typed object.
 func importFromTyped(si *mcsv1beta1.ServiceImport) *Import {
-	im, _ := typedVersions[V1beta1].read(&decoded[mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImport]{Object: si})
+	im, _ := typedVersions[V1beta1].read(&decoded[mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImport]{Object: si}, nil)
 	return im
 }

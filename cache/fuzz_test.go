@@ -22,7 +22,7 @@ func FuzzObjectToRecords(f *testing.F) {
 		if !im.HasData {
 			return
 		}
-		n, ok := normalize(im, []*Slice{s}, "")
+		n, ok := normalize(im, []*Slice{s}, "", nil)
 		if !ok {
 			return
 		}
@@ -72,7 +72,7 @@ func fuzzSlice(cluster, host, addrs, family string) *Slice {
 		Labels: map[string]string{LabelServiceName: "svc", LabelSourceCluster: cluster}},
 		AddressType: discoveryv1.AddressType(family)}
 	es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: strings.Split(addrs, ","), Hostname: &host})
-	return sliceFrom(es)
+	return sliceFrom(es, nil)
 }
 
 // checkClusterSetIPFields checks what the handler relies on when it makes a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,7 +84,7 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			im, ss := headlessIn(tc.prefer, tc.clusters)
 			cfg := Config{ClusterID: tc.local}
-			n, ok := normalize(im, ss, cfg.localFor(im, cfg.ClusterID))
+			n, ok := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), nil)
 			if !ok {
 				t.Fatal("no answers")
 			}
@@ -128,10 +129,10 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 func TestBuildWithoutPreferenceUnchanged(t *testing.T) {
 	both := map[string][]string{"east": {"10.1.0.1"}, "west": {"10.2.0.1", "10.2.0.2"}}
 	im, ss := headlessIn(false, both)
-	n0, _ := normalize(im, ss, "")
+	n0, _ := normalize(im, ss, "", nil)
 	want := build(im, n0, []string{"clusterset.local."}, 5).Zone(0)
 	for _, cfg := range []Config{{ClusterID: "east"}, {PreferLocal: true}, {}} {
-		n, _ := normalize(im, ss, cfg.localFor(im, cfg.ClusterID))
+		n, _ := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), nil)
 		if !n.equal(n0) {
 			t.Errorf("%+v: inputs differ", cfg)
 		}
@@ -228,6 +229,7 @@ func (e *env) setProperty(value string) {
 func TestControllerFollowsClusterProperty(t *testing.T) {
 	e := start(t, false,
 		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
+		localServiceSlice("demo", "db-own", "db", "10.1.0.1", "10.2.0.1"),
 		v2("demo", "any", "1", "Headless"), mcSlice("demo", "any-e", "any", "east", "10.1.0.2"), mcSlice("demo", "any-w", "any", "west", "10.2.0.2"),
 		clusterProperty("other.clusterset.k8s.io", "east"))
 	e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.1")
@@ -254,7 +256,8 @@ func TestControllerFollowsClusterProperty(t *testing.T) {
 // endpoint going away gives every cluster's, its return the local one's.
 func TestControllerLocalReadinessFlips(t *testing.T) {
 	e := startWith(t, false, func(e *env) { e.configure = func(c *Config) { c.ClusterID = "east" } },
-		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
+		localServiceSlice("demo", "db-own", "db", "10.1.0.1"))
 	e.wantAddrs("db.demo", "10.1.0.1")
 	slicesOf := e.kube.DiscoveryV1().EndpointSlices("demo")
 	ctx := context.Background()
@@ -286,7 +289,7 @@ func TestControllerPreferLocalOption(t *testing.T) {
 	e := startWith(t, false, func(e *env) {
 		e.configure = func(c *Config) { c.ClusterID, c.PreferLocal = "west", true }
 	}, v2("demo", "db", "1", "Headless"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
-		clusterProperty(ClusterIDProperty, "east"))
+		localServiceSlice("demo", "db-own", "db", "10.2.0.1"), clusterProperty(ClusterIDProperty, "east"))
 	e.wantAddrs("db.demo", "10.2.0.1")
 	if e.c.cluster != nil {
 		t.Error("the ClusterProperty is watched although cluster_id is set")
@@ -332,7 +335,7 @@ func TestControllerFirstAnswersLocal(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			return false, nil, nil
 		})
-	}, clusterProperty(ClusterIDProperty, "east"),
+	}, clusterProperty(ClusterIDProperty, "east"), localServiceSlice("demo", "db-own", "db", "10.1.0.1"),
 		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
 	e.haveAddrs("db.demo", "10.1.0.1")
 }
@@ -348,9 +351,73 @@ func TestControllerClusterPropertyV1alpha1(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-	}, old, closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+	}, old, closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),
+		localServiceSlice("demo", "db-own", "db", "10.2.0.1"))
 	e.haveAddrs("db.demo", "10.2.0.1")
 	if len(e.logged("serves no ClusterProperty")) != 0 {
 		t.Errorf("logs: %q", e.logged("ClusterProperty"))
+	}
+}
+
+// localServiceSlice is an EndpointSlice of the local Service ns/svc, as
+// kube-controller-manager's EndpointSlice controller writes it.
+func localServiceSlice(ns, name, svc string, ips ...string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4}
+	for _, ip := range ips {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	return es
+}
+
+// A peer's slice that claims the local cluster's ID captures nothing: only
+// endpoints whose addresses the local Service's own EndpointSlices hold
+// count as local, whatever the label says. A slice of the local Service
+// written by hand (mirrored, or labelled by another manager) proves
+// nothing; the proof follows the local Service's slices as they change.
+func TestControllerLocalNeedsProof(t *testing.T) {
+	mirrored := localServiceSlice("demo", "db-mirror", "db", "10.9.0.66")
+	mirrored.Labels[discoveryv1.LabelManagedBy] = "endpointslicemirroring-controller.k8s.io"
+	e := startWith(t, false, func(e *env) { e.configure = func(c *Config) { c.ClusterID = "east" } },
+		closeImport("demo", "db", "1"),
+		mcSlice("demo", "db-e", "db", "east", "10.1.0.1"),  // the local cluster's, proven below
+		mcSlice("demo", "db-w", "db", "west", "10.2.0.1"),  // a peer's
+		mcSlice("demo", "db-x", "db", "east", "10.9.0.66"), // a peer claiming the local ID
+		mirrored, localServiceSlice("demo", "db-own", "db", "10.1.0.1"), // the proof of 10.1.0.1 alone
+		localServiceSlice("other", "db-own", "db", "10.9.0.66")) // another namespace's Service proves nothing here
+	e.wantAddrs("db.demo", "10.1.0.1")
+	// The claim is still answered under its own name, as any endpoint.
+	if z := e.c.Lookup("db.demo").Zone(0); z.Sub["10-9-0-66.east"] == nil {
+		t.Errorf("endpoint names: %v", z.Sub)
+	}
+	if e.skips(ReasonUnprovenLocal) != 1 {
+		t.Errorf("unproven_local counted %d times, want once", e.skips(ReasonUnprovenLocal))
+	}
+	// Without proof for any local endpoint, no endpoint is local: every
+	// cluster's answer, the claim among them.
+	ctx := context.Background()
+	if err := e.kube.DiscoveryV1().EndpointSlices("demo").Delete(ctx, "db-own", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo", "10.1.0.1", "10.2.0.1", "10.9.0.66")
+	// Once the local Service has the address, it is local.
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("demo").Create(ctx, localServiceSlice("demo", "db-own", "db", "10.1.0.1", "10.9.0.66"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantAddrs("db.demo", "10.1.0.1", "10.9.0.66")
+}
+
+// No service prefers anything: the local Services' EndpointSlices are never
+// listed.
+func TestControllerOwnSlicesOnlyWhenPreferred(t *testing.T) {
+	e := startWith(t, false, func(e *env) { e.configure = func(c *Config) { c.ClusterID = "east" } },
+		v2("demo", "db", "1", "Headless"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"),
+		localServiceSlice("demo", "db-own", "db", "10.1.0.1"))
+	e.wantAddrs("db.demo", "10.1.0.1")
+	for _, a := range e.kube.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && strings.Contains(l.GetListRestrictions().Labels.String(), discoveryv1.LabelManagedBy) {
+			t.Errorf("listed the local Services' slices: %v", a)
+		}
 	}
 }

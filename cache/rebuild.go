@@ -50,14 +50,7 @@ func (c *Controller) sync(k string) {
 	}
 	var next *Service
 	if im != nil && im.HasData {
-		var viewSlices []*Slice
-		if im.Headless {
-			objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
-			for _, o := range objs {
-				viewSlices = append(viewSlices, o.(*Slice))
-			}
-		}
-		if n, ok := normalize(im, viewSlices, c.cfg.localFor(im, c.localCluster())); ok {
+		if n, ok := c.normalize(k, im); ok {
 			if prev != nil && prev.inputs().equal(n) {
 				if prev.rec != im {
 					// Same answers from a newer import, or from another
@@ -76,6 +69,8 @@ func (c *Controller) sync(k string) {
 			}
 			next = build(im, n, c.cfg.Zones, c.cfg.TTL)
 		}
+	} else {
+		c.own.prefer(k, false)
 	}
 	if prev == nil && next == nil {
 		return
@@ -87,9 +82,55 @@ func (c *Controller) sync(k string) {
 	c.publishStatsIfSynced()
 }
 
-// answers reports whether the configuration answers the namespace.
+// normalize gathers the inputs of the service k, answered from im, and
+// reports the slices that do not count as what they claim: those of a
+// cluster the import does not list, and those that claim the local cluster
+// for endpoints its own Service does not have (localslices.go).
+func (c *Controller) normalize(k string, im *Import) (normalized, bool) {
+	local := c.cfg.localFor(im, c.localCluster())
+	proven, listed := c.own.prefer(k, local != "")
+	if !im.Headless {
+		return normalize(im, nil, local, proven)
+	}
+	var viewSlices []*Slice
+	objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
+	for _, o := range objs {
+		s := o.(*Slice)
+		if s.Cluster != "" && !im.lists(s.Cluster) {
+			c.reportUse(s, im, ReasonUnlistedCluster)
+		}
+		viewSlices = append(viewSlices, s)
+	}
+	if listed {
+		proof := proven
+		proven = func(s *Slice, e Endpoint) bool {
+			ok := proof(s, e)
+			if !ok {
+				c.reportUse(s, im, ReasonUnprovenLocal)
+			}
+			return ok
+		}
+	}
+	return normalize(im, viewSlices, local, proven)
+}
+
+// answers reports whether the configuration answers the namespace: it is
+// selected, and not protected.
 func (c *Controller) answers(namespace string) bool {
+	return c.selects(namespace) && !c.cfg.protected(namespace)
+}
+
+// selects reports whether the namespaces option lets the namespace in.
+func (c *Controller) selects(namespace string) bool {
 	return len(c.cfg.Namespaces) == 0 || slices.Contains(c.cfg.Namespaces, namespace)
+}
+
+// reportUse reports, once per write of the slice and of the import, that
+// the slice s is not used as it claims for the import im: reason says why.
+func (c *Controller) reportUse(s *Slice, im *Import, reason string) {
+	if c.useReports.note(s.objectKey(), reason+" "+s.ResourceVersion+" "+im.ResourceVersion, true) {
+		c.report(KindEndpointSlice, s.Namespace, s.Name, []string{reason})
+	}
 }
 
 // choose picks the import a service is answered from (chooseImport, in

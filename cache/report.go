@@ -78,8 +78,9 @@ func (w *reportedWrites) size() int {
 }
 
 // reportWrite reports the problems of the object an informer added or
-// updated, unless the configuration does not answer its namespace or w says
-// this write was reported already.
+// updated, unless the namespaces option leaves its namespace out or w says
+// this write was reported already. An import with data in a protected
+// namespace is reported as such, and nothing else of it.
 func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	var meta *Meta
 	var problems []string
@@ -94,8 +95,16 @@ func (c *Controller) reportWrite(w *reportedWrites, kind string, obj any) {
 	default:
 		return
 	}
-	if !c.answers(meta.Namespace) {
+	if !c.selects(meta.Namespace) {
 		return
+	}
+	if c.cfg.protected(meta.Namespace) {
+		// Not answered, whatever it holds: said once, for the import with data.
+		im, ok := obj.(*Import)
+		if !ok || !im.HasData {
+			return
+		}
+		problems = []string{ReasonProtectedNamespace}
 	}
 	if w.note(k, meta.ResourceVersion, len(problems) > 0) {
 		c.report(kind, meta.Namespace, meta.Name, problems)

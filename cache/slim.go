@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/netip"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,7 +47,7 @@ type Import struct {
 	Meta
 	IPs      []netip.Addr // at most one per family, in the object's order
 	Ports    []Port       // named, valid, without duplicates; shared by imports with the same list
-	problems *[]string    // what was dropped from the object, for logs and metrics; nil, mostly
+	extra    *importExtra // what few imports have; nil, mostly
 	version  uint8        // 1 + the version's index in Versions; 0 for none
 	HasData  bool
 	Headless bool
@@ -80,19 +81,54 @@ func (im *Import) setVersion(version string) {
 	}
 }
 
+// importExtra is what only some imports carry, kept behind one pointer so
+// that the others pay 8 bytes for it.
+type importExtra struct {
+	problems []string // what was dropped from the object, for logs and metrics
+	// clusters are the clusters a headless import lists (status.clusters, or
+	// clusters in the root shape), sorted, interned: the only source
+	// clusters whose EndpointSlices answer it. Empty: any cluster's.
+	clusters []string
+}
+
+func (im *Import) more() *importExtra {
+	if im.extra == nil {
+		im.extra = &importExtra{}
+	}
+	return im.extra
+}
+
 // Problems are what was dropped from the object, for logs and metrics.
 func (im *Import) Problems() []string {
-	if im.problems == nil {
+	if im.extra == nil {
 		return nil
 	}
-	return *im.problems
+	return im.extra.problems
 }
 
 func (im *Import) addProblem(reason string) {
-	if im.problems == nil {
-		im.problems = new([]string)
+	im.more().problems = append(im.more().problems, reason)
+}
+
+// Clusters are the source clusters a headless import lists, sorted; none
+// when it lists none (any cluster's EndpointSlices answer it) or is a
+// ClusterSetIP import. Never modify them.
+func (im *Import) Clusters() []string {
+	if im.extra == nil {
+		return nil
 	}
-	*im.problems = append(*im.problems, reason)
+	return im.extra.clusters
+}
+
+// lists reports whether a headless import's EndpointSlices of cluster may
+// answer it: it lists no clusters, or lists this one.
+func (im *Import) lists(cluster string) bool {
+	cs := im.Clusters()
+	if len(cs) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(cs, cluster)
+	return ok
 }
 
 // Port is one named port of a service.

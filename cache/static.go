@@ -67,7 +67,7 @@ func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &es); err != nil {
 				return nil, fmt.Errorf("EndpointSlice %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 			}
-			s := sliceFrom(&es)
+			s := sliceFrom(&es, nil)
 			if s.Service != "" {
 				bySvc[key(s.Namespace, s.Service)] = append(bySvc[key(s.Namespace, s.Service)], s)
 			}
@@ -81,7 +81,7 @@ func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
 		if !im.HasData {
 			continue
 		}
-		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID)); ok {
+		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID), nil); ok {
 			st.idx.put(k, build(im, n, zones, ttl))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,9 +136,10 @@ type typedVersion struct {
 	codecs runtime.NegotiatedSerializer
 	// example is an object of the type the version's watch delivers.
 	example runtime.Object
-	// read makes the import of obj, a decoded object of the version; false
+	// read makes the import of obj, a decoded object of the version,
+	// without the addresses addressProblem refuses (deny among them); false
 	// when obj is of another type.
-	read func(obj any) (*Import, bool)
+	read func(obj any, deny []netip.Prefix) (*Import, bool)
 }
 
 // typedVersions are the versions of Versions, as they decode.
@@ -147,21 +149,33 @@ var typedVersions = map[string]*typedVersion{
 		for i, p := range si.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return rawImport{string(si.Type), si.IPs, ports, si.TrafficDistribution}
+		clusters := make([]string, len(si.Clusters))
+		for i, c := range si.Clusters {
+			clusters[i] = c.Cluster
+		}
+		return rawImport{string(si.Type), si.IPs, ports, si.TrafficDistribution, clusters}
 	}),
 	V1beta1: newTypedVersion(V1beta1, func(si *mcsv1beta1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
 		for i, p := range si.Spec.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution}
+		clusters := make([]string, len(si.Status.Clusters))
+		for i, c := range si.Status.Clusters {
+			clusters[i] = c.Cluster
+		}
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters}
 	}),
 	V1alpha1: newTypedVersion(V1alpha1, func(si *mcsv1alpha1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
 		for i, p := range si.Spec.Ports {
 			ports[i] = rawPort{p.Name, p.Protocol, int64(p.Port)}
 		}
-		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution}
+		clusters := make([]string, len(si.Status.Clusters))
+		for i, c := range si.Status.Clusters {
+			clusters[i] = c.Cluster
+		}
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters}
 	}),
 }
 
@@ -178,7 +192,7 @@ func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) raw
 		gv:      gv,
 		codecs:  serializer.NewCodecFactory(s).WithoutConversion(),
 		example: &decoded[T, P]{},
-		read: func(obj any) (*Import, bool) {
+		read: func(obj any, deny []netip.Prefix) (*Import, bool) {
 			d, ok := obj.(*decoded[T, P])
 			if !ok {
 				return nil, false
@@ -189,7 +203,7 @@ func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) raw
 				return im, true
 			}
 			im := newImport(d.Object, version)
-			readShared(im, fields(d.Object))
+			readShared(im, fields(d.Object), deny)
 			return im, true
 		},
 	}
@@ -216,7 +230,7 @@ func readJSON(version string, data []byte) (*Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	if im, ok := tv.read(obj); ok {
+	if im, ok := tv.read(obj, nil); ok {
 		return im, nil
 	}
 	return nil, fmt.Errorf("ServiceImport %s: decoded a %T", version, obj)

@@ -51,7 +51,8 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			return c.siClient.Watch(ctx, version, o)
 		},
 	}), c.siClient)
-	imports := newImportStore(tv.read,
+	read := func(obj any) (*Import, bool) { return tv.read(obj, c.cfg.DenyRanges) }
+	imports := newImportStore(read,
 		func(k string, old, cur *Import) {
 			if cur == nil {
 				sh.reported.forget(k)

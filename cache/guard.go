@@ -1,0 +1,153 @@
+package cache
+
+import (
+	"net/netip"
+	"strings"
+	"sync"
+)
+
+// What no peer can make the plugin answer. ServiceImports and multi-cluster
+// EndpointSlices are written by an MCS controller from other clusters' data,
+// so every address, namespace and source cluster in them is untrusted. Each
+// guard runs when an object changes (readShared, sliceFrom, the slice
+// transform, sync), never when a query comes; what it drops is reported as
+// any other unusable part of an object (report.go).
+//
+//   - addresses no Service can have, and the operator's denied ranges
+//     (addressProblem), are left out of imports and slices;
+//   - imports in protected namespaces are not answered unless allowed
+//     (Config.protected);
+//   - a headless import that lists its clusters takes EndpointSlices of those
+//     clusters only (Import.lists, in sync);
+//   - a slice that claims the local cluster counts as local only for the
+//     addresses of the local Service's own EndpointSlices (localslices.go);
+//   - a service keeps at most Config.MaxEndpoints endpoints (endpointBudget).
+
+// DefaultMaxEndpoints is the default cap on a service's ready endpoints: far
+// above any real headless service (a DNS message over TCP holds about 4,000
+// A records), low enough that one import cannot take a replica's memory.
+const DefaultMaxEndpoints = 10000
+
+// ProtectedNamespaces are the namespaces whose imports are not answered
+// unless Config.AllowNamespaces names them: the control plane's own and
+// OpenShift's, where a name that resolves to a peer's address could stand
+// in for a system service. A pattern ending in '*' matches every namespace
+// that starts with what comes before it.
+var ProtectedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "kube-*", "openshift-*"}
+
+// matchNamespace reports whether a namespace or pattern ("kube-*") matches ns.
+func matchNamespace(pattern, ns string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(ns, prefix)
+	}
+	return pattern == ns
+}
+
+func matchesAny(patterns []string, ns string) bool {
+	for _, p := range patterns {
+		if matchNamespace(p, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// Protected reports whether imports of the namespace are refused: it is
+// one of ProtectedNamespaces, and allow (names and patterns) lets it not in.
+func Protected(namespace string, allow []string) bool {
+	return matchesAny(ProtectedNamespaces, namespace) && !matchesAny(allow, namespace)
+}
+
+func (cfg *Config) protected(namespace string) bool { return Protected(namespace, cfg.AllowNamespaces) }
+
+// broadcast is IPv4's limited broadcast address.
+var broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+
+// addressProblem returns why ip may not be answered, or "" when it may. No
+// Service has an unspecified (0.0.0.0/8, ::), loopback, link-local,
+// multicast or broadcast address, in IPv4, IPv6 or IPv4-mapped IPv6 form,
+// and an address is never one of deny, the operator's denied ranges.
+func addressProblem(ip netip.Addr, deny []netip.Prefix) string {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsUnspecified() || ip.Is4() && ip.As4()[0] == 0:
+		return ReasonUnspecifiedAddress
+	case ip.IsLoopback():
+		return ReasonLoopbackAddress
+	case ip.IsLinkLocalUnicast():
+		return ReasonLinkLocalAddress
+	case ip.IsMulticast():
+		return ReasonMulticastAddress
+	case ip == broadcast:
+		return ReasonBroadcastAddress
+	}
+	for _, p := range deny {
+		if p.Contains(ip) {
+			return ReasonDeniedAddress
+		}
+	}
+	return ""
+}
+
+// endpointBudget keeps every service within a cap of ready endpoints, in
+// the EndpointSlice informer's transform, so that what is cut is never
+// stored: a service's slices share max endpoints, first come first kept,
+// and a slice that finds no room left keeps what fits. The transform sees
+// every add, update and delete; only the informer's delete handler tells
+// deletes apart, and gives the room back (release).
+type endpointBudget struct {
+	max int
+	mu  sync.Mutex
+	// kept, by service key, is how many endpoints each of its slices (by
+	// object key) kept; of, by slice, the service it was counted for.
+	kept map[string]map[string]int
+	of   map[string]string
+}
+
+func newEndpointBudget(max int) *endpointBudget {
+	return &endpointBudget{max: max, kept: map[string]map[string]int{}, of: map[string]string{}}
+}
+
+// fit cuts s's endpoints to the room its service has left, and records what
+// it kept.
+func (b *endpointBudget) fit(s *Slice) {
+	if s.Service == "" || b.max <= 0 {
+		return
+	}
+	k, sk := key(s.Namespace, s.Service), s.objectKey()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.releaseLocked(sk)
+	used := 0
+	for _, n := range b.kept[k] {
+		used += n
+	}
+	if room := max(b.max-used, 0); len(s.Endpoints) > room {
+		s.Endpoints = s.Endpoints[:room:room]
+		s.Problems = append(s.Problems, ReasonTooManyEndpoints)
+	}
+	if b.kept[k] == nil {
+		b.kept[k] = map[string]int{}
+	}
+	b.kept[k][sk] = len(s.Endpoints)
+	b.of[sk] = k
+}
+
+// release gives back the room of the deleted slice sk.
+func (b *endpointBudget) release(sk string) {
+	b.mu.Lock()
+	b.releaseLocked(sk)
+	b.mu.Unlock()
+}
+
+func (b *endpointBudget) releaseLocked(sk string) {
+	k, ok := b.of[sk]
+	if !ok {
+		return
+	}
+	delete(b.of, sk)
+	delete(b.kept[k], sk)
+	if len(b.kept[k]) == 0 {
+		delete(b.kept, k)
+	}
+}
