@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,34 +14,100 @@ import (
 )
 
 // FuzzObjectToRecords feeds arbitrary field values through conversion and
-// building: nothing may panic, and every record must pack into a message.
+// building: nothing may panic, every record must pack into a message, and
+// no guard may be passed (guard.go): no answered address is one the
+// standard library's net package calls unspecified, loopback, link-local or
+// multicast, nor the broadcast address, nor in the denied range; a slice of
+// a cluster the import does not list answers nothing; and answers that are
+// the local cluster's alone hold only addresses of the local Service's own
+// (own, comma-separated).
 func FuzzObjectToRecords(f *testing.F) {
-	f.Add("ClusterSetIP", "10.0.0.1,fd00::1", "http,TCP,80;dns,UDP,53", "west", "db-0", "10.1.0.1", "IPv4")
-	f.Add("Headless", "", "mysql,,3306", "east.prod", "", "fd00::2", "IPv6")
-	f.Add("Headless", "1.2.3.4", "A_B,SCTP,0", "x..y", "-h-", "999.1.1.1", "FQDN")
-	f.Fuzz(func(t *testing.T, typ, ips, ports, cluster, host, addrs, family string) {
-		im := fuzzImport(typ, ips, ports)
-		s := fuzzSlice(cluster, host, addrs, family)
+	f.Add("ClusterSetIP", "10.0.0.1,fd00::1", "http,TCP,80;dns,UDP,53", "west", "db-0", "10.1.0.1", "IPv4", "", "", "")
+	f.Add("Headless", "", "mysql,,3306", "east.prod", "", "fd00::2", "IPv6", "east.prod,west", "fd00::/120", "fd00::2")
+	f.Add("Headless", "1.2.3.4", "A_B,SCTP,0", "x..y", "-h-", "999.1.1.1", "FQDN", "x..y", "", "")
+	f.Add("ClusterSetIP", "169.254.169.254,::ffff:127.0.0.1,10.42.1.2", "http,TCP,80", "west", "", "239.1.1.1,255.255.255.255,10.1.0.9", "IPv4", "west", "10.42.0.0/16", "10.1.0.9")
+	f.Fuzz(func(t *testing.T, typ, ips, ports, cluster, host, addrs, family, listed, deny, own string) {
+		denied := fuzzDeny(deny)
+		im := fuzzImport(typ, ips, ports, listed, denied)
+		s := fuzzSlice(cluster, host, addrs, family, denied)
 		if !im.HasData {
 			return
 		}
-		n, ok := normalize(im, []*Slice{s}, "", nil)
+		ownSet := map[netip.Addr]bool{}
+		for _, a := range strings.Split(own, ",") {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				ownSet[ip] = true
+			}
+		}
+		proven := func(_ *Slice, e Endpoint) bool {
+			for _, a := range e.Addrs {
+				if !ownSet[a] {
+					return false
+				}
+			}
+			return true
+		}
+		n, ok := normalize(im, []*Slice{s}, s.Cluster, proven)
 		if !ok {
 			return
+		}
+		if im.Headless && listed != "" && !slices.Contains(strings.Split(strings.ToLower(listed), ","), s.Cluster) {
+			t.Fatalf("cluster %q, not among %q, answers", s.Cluster, listed)
 		}
 		svc := build(im, n, []string{"clusterset.local."}, 5)
 		if !svc.Headless() {
 			checkClusterSetIPFields(t, svc)
+			for _, ip := range svc.IPs() {
+				checkAllowed(t, ip.AsSlice(), denied)
+			}
 			return
 		}
-		checkHeadlessRecords(t, svc)
+		for _, rr := range checkHeadlessRecords(t, svc) {
+			switch r := rr.(type) {
+			case *dns.A:
+				checkAllowed(t, r.A, denied)
+			case *dns.AAAA:
+				checkAllowed(t, r.AAAA, denied)
+			}
+		}
+		z := svc.Zone(0)
+		if z.Closest&ClosestA != 0 {
+			for _, rr := range z.Service.A {
+				if ip, _ := netip.AddrFromSlice(rr.(*dns.A).A.To4()); !ownSet[ip] {
+					t.Fatalf("%v answered as the local cluster's, not the local Service's own %q", rr, own)
+				}
+			}
+		}
 	})
+}
+
+// fuzzDeny is the range deny names, if it names one.
+func fuzzDeny(deny string) []netip.Prefix {
+	if p, err := netip.ParsePrefix(deny); err == nil {
+		return []netip.Prefix{p.Masked()}
+	}
+	return nil
+}
+
+// checkAllowed fails when ip is an address no Service may answer: the net
+// package's reading of it, a second decoder beside netip's.
+func checkAllowed(t *testing.T, ip net.IP, deny []netip.Prefix) {
+	t.Helper()
+	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsMulticast() || ip.Equal(net.IPv4bcast) ||
+		ip.To4() != nil && ip.To4()[0] == 0 {
+		t.Fatalf("answered %v", ip)
+	}
+	for _, p := range deny {
+		if a, ok := netip.AddrFromSlice(ip); ok && p.Contains(a.Unmap()) {
+			t.Fatalf("answered %v, in the denied %v", ip, p)
+		}
+	}
 }
 
 // fuzzImport is a v1alpha2 ServiceImport of type typ, with the IPs of ips
 // (comma-separated) and the ports of ports (name,protocol,number;...; the
 // number's characters read as digits modulo 10), read as the plugin reads it.
-func fuzzImport(typ, ips, ports string) *Import {
+func fuzzImport(typ, ips, ports, clusters string, deny []netip.Prefix) *Import {
 	u := v2("ns", "svc", "1", "")
 	u.Object["type"] = typ
 	var ipList []any
@@ -62,17 +131,31 @@ func fuzzImport(typ, ips, ports string) *Import {
 		portList = append(portList, map[string]any{"name": f[0], "protocol": f[1], "port": n})
 	}
 	u.Object["ports"] = portList
-	return importFromV1alpha2(u)
+	if clusters != "" {
+		var cs []any
+		for _, c := range strings.Split(clusters, ",") {
+			cs = append(cs, map[string]any{"cluster": c})
+		}
+		u.Object["clusters"] = cs
+	}
+	u.SetAPIVersion(ServiceImports(V1alpha2).GroupVersion().String())
+	u.SetKind("ServiceImport")
+	obj, err := decodeJSON(V1alpha2, u.Object)
+	if err != nil {
+		panic(err)
+	}
+	im, _ := typedVersions[V1alpha2].read(obj, deny)
+	return im
 }
 
 // fuzzSlice is an EndpointSlice of the service from cluster, of address type
 // family, with one endpoint: addrs (comma-separated) and hostname host.
-func fuzzSlice(cluster, host, addrs, family string) *Slice {
+func fuzzSlice(cluster, host, addrs, family string, deny []netip.Prefix) *Slice {
 	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s",
 		Labels: map[string]string{LabelServiceName: "svc", LabelSourceCluster: cluster}},
 		AddressType: discoveryv1.AddressType(family)}
 	es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: strings.Split(addrs, ","), Hostname: &host})
-	return sliceFrom(es, nil)
+	return sliceFrom(es, deny)
 }
 
 // checkClusterSetIPFields checks what the handler relies on when it makes a
@@ -96,8 +179,9 @@ func checkClusterSetIPFields(t *testing.T, svc *Service) {
 }
 
 // checkHeadlessRecords checks that a headless service's names are domain
-// names and that every record it built packs into a message and unpacks.
-func checkHeadlessRecords(t *testing.T, svc *Service) {
+// names and that every record it built packs into a message and unpacks,
+// and returns the records.
+func checkHeadlessRecords(t *testing.T, svc *Service) []dns.RR {
 	t.Helper()
 	var all []dns.RR
 	z := *svc.Zone(0)
@@ -123,4 +207,5 @@ func checkHeadlessRecords(t *testing.T, svc *Service) {
 			t.Fatalf("record %v does not unpack: %v", rr, err)
 		}
 	}
+	return all
 }
