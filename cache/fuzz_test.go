@@ -26,6 +26,7 @@ func FuzzObjectToRecords(f *testing.F) {
 	f.Add("Headless", "", "mysql,,3306", "east.prod", "", "fd00::2", "IPv6", "east.prod,west", "fd00::/120", "fd00::2")
 	f.Add("Headless", "1.2.3.4", "A_B,SCTP,0", "x..y", "-h-", "999.1.1.1", "FQDN", "x..y", "", "")
 	f.Add("ClusterSetIP", "169.254.169.254,::ffff:127.0.0.1,10.42.1.2", "http,TCP,80", "west", "", "239.1.1.1,255.255.255.255,10.1.0.9", "IPv4", "west", "10.42.0.0/16", "10.1.0.9")
+	f.Add("Headless", "", "http,TCP,80", "rogue", "", "10.9.0.1", "IPv4", "east", "", "")
 	f.Fuzz(func(t *testing.T, typ, ips, ports, cluster, host, addrs, family, listed, deny, own string) {
 		denied := fuzzDeny(deny)
 		im := fuzzImport(typ, ips, ports, listed, denied)
