@@ -210,20 +210,27 @@ func (c *Controller) permissions() {
 	}
 }
 
-// newSliceInformer is the informer of the multi-cluster EndpointSlices,
-// which keeps their slim copies, indexed by service.
-func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.SharedIndexInformer {
-	sel := LabelServiceName // only multi-cluster slices are listed at all
-	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("EndpointSlices", c.access, &toolscache.ListWatch{
+// sliceInformer is an informer of the EndpointSlices that selector
+// selects, in every namespace, waiting out refusals and outages as the
+// other watches do; what names it in logs.
+func (c *Controller) sliceInformer(what string, kube kubernetes.Interface, selector string, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	return toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors(what, c.access, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
+			o.LabelSelector = selector
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
+			o.LabelSelector = selector
 			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, o)
 		},
-	}), kube), &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
+	}), kube), &discoveryv1.EndpointSlice{}, 0, indexers)
+}
+
+// newSliceInformer is the informer of the multi-cluster EndpointSlices,
+// which keeps their slim copies, indexed by service.
+func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.SharedIndexInformer {
+	// Only multi-cluster slices are listed at all.
+	inf := c.sliceInformer("EndpointSlices", kube, LabelServiceName, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
 		s := obj.(*Slice)
 		if s.Service == "" {
 			return nil, nil

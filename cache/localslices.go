@@ -2,14 +2,14 @@ package cache
 
 import (
 	"context"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -66,16 +66,7 @@ type ownSlices struct {
 
 func newOwnSlices(c *Controller, kube kubernetes.Interface) *ownSlices {
 	o := &ownSlices{c: c, preferring: map[string]struct{}{}}
-	o.inf = toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(c.waitingOutErrors("the local Services' EndpointSlices", c.access, &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = ownSelector
-			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = ownSelector
-			return kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, opts)
-		},
-	}), kube), &discoveryv1.EndpointSlice{}, 0, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
+	o.inf = c.sliceInformer("the local Services' EndpointSlices", kube, ownSelector, toolscache.Indexers{sliceByService: func(obj any) ([]string, error) {
 		return []string{key(obj.(*ownSlice).Namespace, obj.(*ownSlice).Service)}, nil
 	}})
 	_ = o.inf.SetTransform(func(obj any) (any, error) {
@@ -163,11 +154,7 @@ func (o *ownSlices) prefer(k string, prefers bool) (proven func(*Slice, Endpoint
 func (o *ownSlices) keys() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]string, 0, len(o.preferring))
-	for k := range o.preferring {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(o.preferring))
 }
 
 // settle waits, at the first build, for the watch that build started, and
