@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -157,6 +158,11 @@ func (o *ownSlices) keys() []string {
 	return slices.Collect(maps.Keys(o.preferring))
 }
 
+// settleWithin bounds how long the first build waits for the local
+// Services' slices: past it, answers start as every cluster's, and turn
+// local once the watch has listed.
+const settleWithin = 10 * time.Second
+
 // settle waits, at the first build, for the watch that build started, and
 // rebuilds the services that prefer local endpoints with its proof, so that
 // they answer the local cluster's from the first answer on.
@@ -164,7 +170,13 @@ func (o *ownSlices) settle(ctx context.Context) {
 	o.mu.Lock()
 	started := o.started
 	o.mu.Unlock()
-	if !started || !toolscache.WaitForCacheSync(ctx.Done(), o.reg.HasSynced) {
+	if !started {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, settleWithin)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(wait.Done(), o.reg.HasSynced) {
+		o.c.logf("the local Services' EndpointSlices are not listed after %s: services that prefer local endpoints answer every cluster's until they are", settleWithin)
 		return
 	}
 	for _, k := range o.keys() {
