@@ -256,8 +256,8 @@ func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.Shar
 		DeleteFunc: func(obj any) {
 			forgetDeleted(c.sliceReports, obj)
 			forgetDeleted(c.useReports, obj)
-			if k, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.budget.release(k)
+			if s, ok := tombstone(obj).(*Slice); ok {
+				c.budget.release(s.Namespace, s.Name)
 			}
 			c.enqueueSlice(obj)
 		},

@@ -94,18 +94,28 @@ func addressProblem(ip netip.Addr, deny []netip.Prefix) string {
 // stored: a service's slices share max endpoints, first come first kept,
 // and a slice that finds no room left keeps what fits. The transform sees
 // every add, update and delete; only the informer's delete handler tells
-// deletes apart, and gives the room back (release).
+// deletes apart, and gives the room back (release). Its maps are keyed by
+// the strings the slim slices hold, so that they cost no copies: about 60
+// bytes a slice and as much a service.
 type endpointBudget struct {
 	max int
 	mu  sync.Mutex
-	// kept, by service key, is how many endpoints each of its slices (by
-	// object key) kept; of, by slice, the service it was counted for.
-	kept map[string]map[string]int
-	of   map[string]string
+	// kept is what each slice kept, and for which service; used, by
+	// service, the sum of what its slices kept.
+	kept map[objectID]budgetEntry
+	used map[objectID]int
+}
+
+// objectID names an object, or a service, in a namespace.
+type objectID struct{ namespace, name string }
+
+type budgetEntry struct {
+	service string
+	n       int
 }
 
 func newEndpointBudget(max int) *endpointBudget {
-	return &endpointBudget{max: max, kept: map[string]map[string]int{}, of: map[string]string{}}
+	return &endpointBudget{max: max, kept: map[objectID]budgetEntry{}, used: map[objectID]int{}}
 }
 
 // fit cuts s's endpoints to the room its service has left, and records what
@@ -114,40 +124,33 @@ func (b *endpointBudget) fit(s *Slice) {
 	if s.Service == "" || b.max <= 0 {
 		return
 	}
-	k, sk := key(s.Namespace, s.Service), s.objectKey()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.releaseLocked(sk)
-	used := 0
-	for _, n := range b.kept[k] {
-		used += n
-	}
-	if room := max(b.max-used, 0); len(s.Endpoints) > room {
+	id, svc := objectID{s.Namespace, s.Name}, objectID{s.Namespace, s.Service}
+	b.releaseLocked(id)
+	if room := max(b.max-b.used[svc], 0); len(s.Endpoints) > room {
 		s.Endpoints = s.Endpoints[:room:room]
 		s.Problems = append(s.Problems, ReasonTooManyEndpoints)
 	}
-	if b.kept[k] == nil {
-		b.kept[k] = map[string]int{}
-	}
-	b.kept[k][sk] = len(s.Endpoints)
-	b.of[sk] = k
+	b.kept[id] = budgetEntry{s.Service, len(s.Endpoints)}
+	b.used[svc] += len(s.Endpoints)
 }
 
-// release gives back the room of the deleted slice sk.
-func (b *endpointBudget) release(sk string) {
+// release gives back the room of the deleted slice namespace/name.
+func (b *endpointBudget) release(namespace, name string) {
 	b.mu.Lock()
-	b.releaseLocked(sk)
+	b.releaseLocked(objectID{namespace, name})
 	b.mu.Unlock()
 }
 
-func (b *endpointBudget) releaseLocked(sk string) {
-	k, ok := b.of[sk]
+func (b *endpointBudget) releaseLocked(id objectID) {
+	e, ok := b.kept[id]
 	if !ok {
 		return
 	}
-	delete(b.of, sk)
-	delete(b.kept[k], sk)
-	if len(b.kept[k]) == 0 {
-		delete(b.kept, k)
+	delete(b.kept, id)
+	svc := objectID{id.namespace, e.service}
+	if b.used[svc] -= e.n; b.used[svc] <= 0 {
+		delete(b.used, svc)
 	}
 }
