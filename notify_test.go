@@ -3,9 +3,11 @@ package multicluster
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/clustersetdns/multicluster/cache"
@@ -21,80 +23,108 @@ func (*serialBackend) HasNamespace(string) bool             { return false }
 func (b *serialBackend) Serial() uint32                     { return b.serial.Load() }
 func (*serialBackend) Each(func(*cache.Service) bool)       {}
 
+// notifyLog records each NOTIFY: when, and the serial it announced.
 type notifyLog struct {
+	b    *serialBackend
 	mu   sync.Mutex
-	sent map[string][]time.Time
+	sent map[string][]notified
+}
+
+type notified struct {
+	at     time.Time
+	serial uint32
 }
 
 func (n *notifyLog) Notify(zone string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.sent[zone] = append(n.sent[zone], time.Now())
+	n.sent[zone] = append(n.sent[zone], notified{time.Now(), n.b.Serial()})
 	return nil
 }
 
-func (n *notifyLog) count(zone string) int {
+func (n *notifyLog) of(zone string) []notified {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.sent[zone])
+	return slices.Clone(n.sent[zone])
 }
 
-// Every zone is notified once synced, then when the serial moves: a burst
-// of changes gives at most one NOTIFY a second, and the last change is
-// always notified.
+// Every zone is notified once synced, then when the serial moves: a change
+// after a quiet spell at the next look (notifyCheck), a burst of changes at
+// most once a notifyGap, and the last change always. The clock is the
+// bubble's (testing/synctest): it moves only when every goroutine waits.
 func TestNotifyOnChange(t *testing.T) {
-	b := &serialBackend{}
-	b.serial.Store(100)
-	m := &Multicluster{backend: b}
-	m.setZones([]string{"clusterset.local.", "42.10.in-addr.arpa."})
-	n := &notifyLog{sent: map[string][]time.Time{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.notifyOnChange(ctx, n) }()
-	defer func() { cancel(); <-done }()
+	synctest.Test(t, func(t *testing.T) {
+		b := &serialBackend{}
+		b.serial.Store(100)
+		m := &Multicluster{backend: b}
+		zones := []string{"clusterset.local.", "42.10.in-addr.arpa."}
+		m.setZones(zones)
+		n := &notifyLog{b: b, sent: map[string][]notified{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); m.notifyOnChange(ctx, n) }()
+		defer func() { cancel(); <-done }()
+		const zone = "clusterset.local."
 
-	waitFor := func(what string, zone string, count int) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for n.count(zone) < count {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d NOTIFYs for %s, want %d", what, n.count(zone), zone, count)
+		// At start, once per zone, at the first look.
+		start := time.Now()
+		time.Sleep(notifyCheck)
+		synctest.Wait()
+		for _, z := range zones {
+			if got := n.of(z); len(got) != 1 || got[0].serial != 100 || got[0].at.Sub(start) > notifyCheck {
+				t.Fatalf("%s at start: %v, want serial 100 within %v", z, got, notifyCheck)
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	waitFor("at start", "clusterset.local.", 1)
-	waitFor("at start", "42.10.in-addr.arpa.", 1)
-	time.Sleep(3 * notifyCheck)
-	if c := n.count("clusterset.local."); c != 1 {
-		t.Fatalf("%d NOTIFYs without a change", c)
-	}
-	// 30 changes over 1.5 s, or longer on a loaded machine.
-	burst := time.Now()
-	for range 30 {
-		b.serial.Add(1)
-		time.Sleep(50 * time.Millisecond)
-	}
-	took := time.Since(burst)
-	waitFor("after the burst", "clusterset.local.", 3)
-	time.Sleep(notifyGap + 3*notifyCheck)
-	n.mu.Lock()
-	sent := n.sent["clusterset.local."]
-	n.mu.Unlock()
-	// One at start, one a second during the burst, one for its last change.
-	if most := 3 + int(took/notifyGap); len(sent) > most {
-		t.Errorf("%d NOTIFYs for 30 changes in %v, want at most %d", len(sent), took, most)
-	}
-	for i := 1; i < len(sent); i++ {
-		// The times are taken after Notify returns: allow for the call.
-		if gap := sent[i].Sub(sent[i-1]); gap < notifyGap-50*time.Millisecond {
-			t.Errorf("NOTIFYs %v apart, under %v", gap, notifyGap)
+		// Nothing without a change.
+		time.Sleep(10 * notifyGap)
+		synctest.Wait()
+		if got := n.of(zone); len(got) != 1 {
+			t.Fatalf("%d NOTIFYs without a change", len(got))
 		}
-	}
-	// Nothing more once the last serial was notified.
-	before := n.count("clusterset.local.")
-	time.Sleep(notifyGap + 3*notifyCheck)
-	if after := n.count("clusterset.local."); after != before {
-		t.Errorf("NOTIFYs went on without a change: %d then %d", before, after)
-	}
+
+		// 30 changes 50 ms apart, 1.5 s in all.
+		burst := time.Now()
+		for range 30 {
+			b.serial.Add(1)
+			time.Sleep(50 * time.Millisecond)
+		}
+		last, lastAt := b.Serial(), time.Now().Add(-50*time.Millisecond)
+		time.Sleep(notifyGap + notifyCheck)
+		synctest.Wait()
+		sent := n.of(zone)[1:]
+		if len(sent) == 0 {
+			t.Fatal("no NOTIFY for 30 changes")
+		}
+		// The first change, after a quiet spell, at the next look.
+		if d := sent[0].at.Sub(burst); d > notifyCheck {
+			t.Errorf("the first change was notified after %v, want within %v", d, notifyCheck)
+		}
+		// At most one a notifyGap.
+		for i := 1; i < len(sent); i++ {
+			if gap := sent[i].at.Sub(sent[i-1].at); gap < notifyGap {
+				t.Errorf("NOTIFYs %v apart, under %v", gap, notifyGap)
+			}
+		}
+		if most := 1 + int(lastAt.Sub(burst)/notifyGap) + 1; len(sent) > most {
+			t.Errorf("%d NOTIFYs for 30 changes over %v, want at most %d", len(sent), lastAt.Sub(burst), most)
+		}
+		// The last change, within a notifyGap and a look of it.
+		if final := sent[len(sent)-1]; final.serial != last || final.at.Sub(lastAt) > notifyGap+notifyCheck {
+			t.Errorf("last NOTIFY for serial %d, %v after the last change; want serial %d within %v",
+				final.serial, final.at.Sub(lastAt), last, notifyGap+notifyCheck)
+		}
+		for _, z := range zones {
+			if got, want := len(n.of(z)), len(sent)+1; got != want {
+				t.Errorf("%s: %d NOTIFYs, %s had %d", z, got, zone, want)
+			}
+		}
+
+		// Nothing more once the last serial was notified.
+		before := len(n.of(zone))
+		time.Sleep(10 * notifyGap)
+		synctest.Wait()
+		if after := len(n.of(zone)); after != before {
+			t.Errorf("NOTIFYs went on without a change: %d then %d", before, after)
+		}
+	})
 }

@@ -6,8 +6,9 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -329,15 +330,27 @@ func TestControllerWithoutClusterProperty(t *testing.T) {
 // The first answers are already the local cluster's: answering waits for
 // the ClusterProperty's first list.
 func TestControllerFirstAnswersLocal(t *testing.T) {
-	e := startWith(t, false, func(e *env) {
-		// A ClusterProperty listed last: answers wait for it.
-		e.dyn.PrependReactor("list", ClusterPropertyResource.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
-			time.Sleep(300 * time.Millisecond)
-			return false, nil, nil
-		})
-	}, clusterProperty(ClusterIDProperty, "east"), localServiceSlice("demo", "db-own", "db", "10.1.0.1"),
-		closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
-	e.haveAddrs("db.demo", "10.1.0.1")
+	// The ClusterProperty is listed last: its first list is throttled (429,
+	// Retry-After 1 s), which the controller waits out on the bubble's fake
+	// clock, and that clock moves only once every other goroutine of the
+	// bubble, the other informers and the controller among them, has done
+	// all it can without it.
+	synctest.Test(t, func(t *testing.T) {
+		var throttled atomic.Bool
+		e := startWith(t, false, func(e *env) {
+			e.dyn.PrependReactor("list", ClusterPropertyResource.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				if throttled.CompareAndSwap(false, true) {
+					return true, nil, apierrors.NewTooManyRequests("the ClusterProperty waits", 1)
+				}
+				return false, nil, nil
+			})
+		}, clusterProperty(ClusterIDProperty, "east"), localServiceSlice("demo", "db-own", "db", "10.1.0.1"),
+			closeImport("demo", "db", "1"), mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), mcSlice("demo", "db-w", "db", "west", "10.2.0.1"))
+		if !throttled.Load() {
+			t.Fatal("the ClusterProperty was never listed")
+		}
+		e.haveAddrs("db.demo", "10.1.0.1")
+	})
 }
 
 // Where only v1alpha1 of ClusterProperty is served, it is read through it.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,25 @@ func writeImport(t *testing.T, im harness.Import) {
 	if _, err := ri.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing the status of ServiceImport %s/%s: %v", im.Namespace, im.Name, err)
 	}
+}
+
+// noSkipEnv names the variable under which no test may be skipped:
+// hack/test.sh sets it to 1 (and CI runs hack/test.sh), so that a tool,
+// privilege or binary the machine lacks fails the test rather than hiding
+// it. Every test that would skip for want of one asks noSkip, through
+// missing or directly.
+const noSkipEnv = "MULTICLUSTER_NO_SKIP"
+
+// noSkip reports whether noSkipEnv is set to anything but the empty string.
+func noSkip() bool { return os.Getenv(noSkipEnv) != "" }
+
+// missing ends the test for want of what the machine lacks; the message
+// says what, and how to get it (apt-get install ..., run as root). Under
+// noSkip the test fails with it; elsewhere it is skipped with it.
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if noSkip() {
+		t.Fatalf(format+" ("+noSkipEnv+" is set: nothing may be skipped)", args...)
+	}
+	t.Skipf(format, args...)
 }
