@@ -87,12 +87,19 @@ func (m *Multicluster) setZones(names []string) {
 	m.Zones, m.zones, m.forward = names, make([]servedZone, len(names)), nil
 	for i, name := range names {
 		z := servedZone{name: name, forward: -1, ns: "ns.dns." + name, mbox: "hostmaster." + name}
-		if dnsutil.IsReverse(name) == 0 {
+		if !isReverseZone(name) {
 			z.forward = len(m.forward)
 			m.forward = append(m.forward, name)
 		}
 		m.zones[i] = z
 	}
+}
+
+// isReverseZone reports whether a zone is a reverse zone: inside
+// in-addr.arpa or ip6.arpa, or one of them itself (kubeadm's Corefile names
+// them so), which dnsutil.IsReverse, made for query names, does not count.
+func isReverseZone(name string) bool {
+	return dnsutil.IsReverse(name) > 0 || name == "in-addr.arpa." || name == "ip6.arpa."
 }
 
 // Name implements plugin.Handler.

@@ -51,3 +51,22 @@ func TestReverseZonesFromCIDR(t *testing.T) {
 		t.Fatalf("zones %v forward %v", m.Zones, m.forward)
 	}
 }
+
+// The bare reverse zones, as kubeadm's Corefile gives the kubernetes plugin
+// (`kubernetes cluster.local in-addr.arpa ip6.arpa`), are reverse zones:
+// PTR answers there, and no forward name is read inside them.
+func TestBareReverseZones(t *testing.T) {
+	m := reversePlugin(t)
+	m.setZones([]string{zone, "in-addr.arpa.", "ip6.arpa."})
+	if len(m.forward) != 1 || m.forward[0] != zone {
+		t.Fatalf("forward zones %v", m.forward)
+	}
+	const revSOA = "in-addr.arpa. 5 IN SOA ns.dns.in-addr.arpa. hostmaster.in-addr.arpa. 1 7200 1800 86400 5"
+	runCases(t, m, []test.Case{
+		{Qname: "10.0.42.10.in-addr.arpa.", Qtype: dns.TypePTR,
+			Answer: []dns.RR{test.PTR("10.0.42.10.in-addr.arpa. 5 IN PTR web.demo.svc.clusterset.local.")}},
+		{Qname: "1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", Qtype: dns.TypePTR,
+			Answer: []dns.RR{test.PTR("1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR dual.demo.svc.clusterset.local.")}},
+		{Qname: "web.demo.svc.in-addr.arpa.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{test.SOA(revSOA)}},
+	})
+}

@@ -255,7 +255,8 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 	// and port names leave it out of the answers that are the local
 	// cluster's alone.
 	in := func(e namedAddrs, c Closest) bool { return e.local || z.Closest&c == 0 }
-	var targets []string // of the endpoints answered at the service's name and port names
+	seen := map[netip.Addr]bool{} // the addresses at the service's name
+	var targets []string          // of the endpoints answered at the service's name and port names
 	var glue []dns.RR
 	for _, e := range n.endpoints {
 		target := e.name + "." + svcName
@@ -265,12 +266,16 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 			targets = append(targets, target)
 			glue = append(append(glue, a...), aaaa...)
 		}
-		sa, saaaa := addressRecords(svcName, e.addrs, ttl)
-		if in(e, ClosestA) {
-			z.Service.A = appendNew(z.Service.A, sa)
-		}
-		if in(e, ClosestAAAA) {
-			z.Service.AAAA = appendNew(z.Service.AAAA, saaaa)
+		// The service's name answers each address once, however many
+		// endpoints share it: a set, so that a service of many endpoints
+		// builds in linear time.
+		for _, ip := range e.addrs {
+			if (ip.Is4() && !in(e, ClosestA)) || (ip.Is6() && !in(e, ClosestAAAA)) || seen[ip] {
+				continue
+			}
+			seen[ip] = true
+			sa, saaaa := addressRecords(svcName, []netip.Addr{ip}, ttl)
+			z.Service.A, z.Service.AAAA = append(z.Service.A, sa...), append(z.Service.AAAA, saaaa...)
 		}
 	}
 	for _, p := range n.ports {
@@ -301,16 +306,6 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 		delete(z.ENT, sub) // a name that has records is no empty non-terminal
 	}
 	return z
-}
-
-// appendNew appends the address records of rs whose address is not in dst yet.
-func appendNew(dst, rs []dns.RR) []dns.RR {
-	for _, r := range rs {
-		if !slices.ContainsFunc(dst, func(d dns.RR) bool { return dns.IsDuplicate(d, r) }) {
-			dst = append(dst, r)
-		}
-	}
-	return dst
 }
 
 func addressRecords(name string, ips []netip.Addr, ttl uint32) (a, aaaa []dns.RR) {

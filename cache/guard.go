@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -129,7 +130,7 @@ func (b *endpointBudget) fit(s *Slice) {
 	id, svc := objectID{s.Namespace, s.Name}, objectID{s.Namespace, s.Service}
 	b.releaseLocked(id)
 	if room := max(b.max-b.used[svc], 0); len(s.Endpoints) > room {
-		s.Endpoints = s.Endpoints[:room:room]
+		s.Endpoints = slices.Clone(s.Endpoints[:room]) // a copy: the cut ones must not stay reachable
 		s.Problems = append(s.Problems, ReasonTooManyEndpoints)
 	}
 	b.kept[id] = budgetEntry{s.Service, len(s.Endpoints)}
