@@ -180,6 +180,7 @@ gotest unit . -race -count=1 -v -timeout 20m ./...
 step "fuzzing, 20s a target (go test -fuzz)"
 gotest fuzz-name . -run '^$' -fuzz '^FuzzParseName$' -fuzztime 20s .
 gotest fuzz-objects . -run '^$' -fuzz '^FuzzObjectToRecords$' -fuzztime 20s ./cache
+gotest fuzz-corefile . -run '^$' -fuzz '^FuzzEditCorefile$' -fuzztime 20s ./cmd/in-place
 
 step "go vet ./... (test/e2e)"
 (cd test/e2e && go vet ./...) || fail "go vet (test/e2e)"

@@ -53,12 +53,7 @@ const guide = "forward the zone to the standalone Deployment instead (deploy/REA
 // reads the Corefile with CoreDNS's parser (caddyfile) and changes only the
 // lines it must; every other byte stays as it was. Import lines are not
 // followed: no file on this machine is read.
-func editCorefile(in, zone string) (res *edit, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = nil, refuse("cannot read the Corefile: %v", p)
-		}
-	}()
+func editCorefile(in, zone string) (*edit, error) {
 	fqdn, err := normalizeZone(zone)
 	if err != nil {
 		return nil, err

@@ -76,7 +76,14 @@ func compare(t *testing.T, file string, got []byte) {
 	}
 }
 
-// TestEditCorefileChanges checks what the edit reports besides the text.
+// TestEditCorefileChanges checks what the edit reports besides the text, and
+// the text against what the edit is to do (editCorefile's doc comment,
+// docs/installing.md): "multicluster ZONE", the zone lower-case without its
+// trailing dot, on a line of its own just before the kubernetes directive of
+// the block that receives the zone, indented as that directive; the
+// kubernetes plugin's own multicluster option and the zone among the
+// directive's zones removed; every other byte as it was. Each row says that
+// as the one span of the input that changes (from, to); from "" is no change.
 func TestEditCorefileChanges(t *testing.T) {
 	for _, c := range []struct {
 		file, zone         string
@@ -85,21 +92,36 @@ func TestEditCorefileChanges(t *testing.T) {
 		line               int
 		notes              int
 		block              string
-		wantOutContains    string
+		from, to           string
 	}{
-		{file: "kubeadm", zone: "clusterset.local", changed: true, reload: true, line: 7, block: ".:53"},
-		{file: "kubeadm", zone: "CLUSTERSET.local.", changed: true, reload: true, line: 7, block: ".:53", wantOutContains: "    multicluster clusterset.local\n    kubernetes"},
-		{file: "cilium-kubeadm", zone: "clusterset.local", changed: true, converted: true, reload: true, line: 7, notes: 1, block: ".:53"},
-		{file: "k3s", zone: "clusterset.local", changed: true, reload: true, line: 5, notes: 2, block: ".:53"},
+		{file: "kubeadm", zone: "clusterset.local", changed: true, reload: true, line: 7, block: ".:53",
+			from: "    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n",
+			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"},
+		{file: "kubeadm", zone: "CLUSTERSET.local.", changed: true, reload: true, line: 7, block: ".:53",
+			from: "    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n",
+			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"},
+		{file: "cilium-kubeadm", zone: "clusterset.local", changed: true, converted: true, reload: true, line: 7, notes: 1, block: ".:53",
+			from: "    ready\n    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {\n       multicluster clusterset.local\n       pods insecure\n",
+			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"},
+		{file: "k3s", zone: "clusterset.local", changed: true, reload: true, line: 5, notes: 2, block: ".:53",
+			from: "    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n",
+			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"},
+		// The plugin is there already, placed by hand: nothing to do.
 		{file: "mcs-api-external", zone: "clusterset.local", reload: true, line: 6, block: ".:53"},
-		{file: "local-parent", zone: "clusterset.local", changed: true, reload: true, line: 5, block: "local:53"},
-		{file: "kubeadm", zone: "mcs.example", changed: true, reload: true, line: 7, block: ".:53", wantOutContains: "    multicluster mcs.example\n"},
+		// Tabs, and a comment on the kubernetes line, which stays.
+		{file: "local-parent", zone: "clusterset.local", changed: true, reload: true, line: 5, block: "local:53",
+			from: "\terrors\n\tkubernetes cluster.local   # the cluster's own zone\n",
+			to:   "\terrors\n\tmulticluster clusterset.local\n\tkubernetes cluster.local   # the cluster's own zone\n"},
+		{file: "kubeadm", zone: "mcs.example", changed: true, reload: true, line: 7, block: ".:53",
+			from: "    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n",
+			to:   "    ready\n    multicluster mcs.example\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"},
 	} {
-		in, err := os.ReadFile("testdata/" + c.file + ".Corefile")
+		b, err := os.ReadFile("testdata/" + c.file + ".Corefile")
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := editCorefile(string(in), c.zone)
+		in := string(b)
+		e, err := editCorefile(in, c.zone)
 		if err != nil {
 			t.Errorf("%s %s: %v", c.file, c.zone, err)
 			continue
@@ -108,8 +130,15 @@ func TestEditCorefileChanges(t *testing.T) {
 			t.Errorf("%s %s: changed %v converted %v reload %v line %d notes %q block %q; want %v %v %v %d %d notes %q",
 				c.file, c.zone, e.changed, e.converted, e.reload, e.line, e.notes, e.block, c.changed, c.converted, c.reload, c.line, c.notes, c.block)
 		}
-		if !strings.Contains(e.out, c.wantOutContains) {
-			t.Errorf("%s %s: output lacks %q:\n%s", c.file, c.zone, c.wantOutContains, e.out)
+		want := in
+		if c.from != "" {
+			if n := strings.Count(in, c.from); n != 1 {
+				t.Fatalf("%s: the row's span is %d times in the input, want once: %q", c.file, n, c.from)
+			}
+			want = strings.Replace(in, c.from, c.to, 1)
+		}
+		if e.out != want {
+			t.Errorf("%s %s: the edited Corefile differs from the one expected (-want +got):\n%s", c.file, c.zone, lineDiff(want, e.out))
 		}
 	}
 }
@@ -148,7 +177,7 @@ func TestEditCorefileInvalidZone(t *testing.T) {
 func TestEditCorefileGarbage(t *testing.T) {
 	seeds := seedCorefiles(t)
 	r := rand.New(rand.NewSource(1))
-	alphabet := []string{"{", "}", "\n", " ", "\"", "#", "\\", "kubernetes", "multicluster", "import", "clusterset.local", ".:53", "{$HOME}", ":", "\r", "\x00", "\xff"}
+	alphabet := []string{"{", "}", "\n", " ", "\"", "\"\"", "#", "\\", "kubernetes", "multicluster", "import", "clusterset.local", ".:53", "{$HOME}", ":", "\r", "\x00", "\xff"}
 	n := 3000
 	if testing.Short() {
 		n = 300

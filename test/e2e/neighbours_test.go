@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/clustersetdns/multicluster/metricname"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -131,38 +133,100 @@ func TestOverTLS(t *testing.T) {
 }
 
 // TestBehindCache: the cache plugin in front keeps the plugin's TTLs (5
-// seconds: a cached answer counts down from it, never above it) and caches
-// NXDOMAIN for at most the SOA's minimum. With prefetch, a name asked every
-// second is fetched again before it expires: the log shows its TTLs.
+// seconds: a cached answer never has more) and caches NXDOMAIN for at most
+// the SOA's minimum. With prefetch, a name asked every second is fetched
+// again before it expires: once the name was asked twice ("prefetch 2 10s")
+// and its TTL is down to 40% (2 of its 5 seconds), the answer that shows that
+// TTL sets off a prefetch; the plugin answers it, no query misses the cache
+// (the entry never expired), and the next answer is the refreshed entry, its
+// TTL up again. The cache's own counters (requests, hits, prefetches) and the
+// plugin's (answers) say which query went where.
 func TestBehindCache(t *testing.T) {
 	t.Parallel()
 	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{
+		Metrics: true,
 		Plugins: "cache 300 {\n\tprefetch 2 10s 40%\n}\n" + harness.MulticlusterBlock(plugin.Kubeconfig),
 	})
-	name := n("web.demo")
-	eventually(t, c, name, "A", want{Answer: []string{a(name, "10.42.0.10")}})
-	ttlOf := func(qname, qtype string, section func(*harness.DigResult) []dns.RR) uint32 {
+	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+
+	// A name not asked yet, so that its first query is a miss and the
+	// entry's age is known from there.
+	name := n("dual.demo")
+	const threshold = 2 // ceil(40% of defaultTTL): a hit at or below it prefetches
+	type counts struct{ requests, hits, prefetches, answered float64 }
+	count := func() counts {
 		t.Helper()
-		r := dig(t, c, qname, qtype)
-		rrs := section(r)
-		if len(rrs) == 0 {
-			t.Fatalf("%s %s: no records:\n%s", qname, qtype, r)
+		m, err := harness.Scrape(c.MetricsURL)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return rrs[0].Header().Ttl
+		sum := func(family string) float64 {
+			var v float64
+			for _, s := range m[family].GetMetric() {
+				v += harness.SeriesValue(s)
+			}
+			return v
+		}
+		return counts{sum("coredns_cache_requests_total"), sum("coredns_cache_hits_total"),
+			sum("coredns_cache_prefetch_total"), sum(metricname.Responses)}
 	}
-	answer := func(r *harness.DigResult) []dns.RR { return r.Answer }
-	authority := func(r *harness.DigResult) []dns.RR { return r.Authority }
-	var seen []uint32
-	for range 8 { // 8 seconds, asked every second: more than a TTL
-		ttl := ttlOf(name, "A", answer)
+	ask := func() uint32 {
+		t.Helper()
+		r := dig(t, c, name, "A")
+		if len(r.Answer) == 0 {
+			t.Fatalf("%s A: no answer:\n%s", name, r)
+		}
+		ttl := r.Answer[0].Header().Ttl
+		if err := (want{Answer: []string{a(name, "10.42.0.20")}}).Check(r.Msg(), ttl); err != nil {
+			t.Fatalf("%s A:\n%v\n%s", name, err, r)
+		}
 		if ttl > defaultTTL {
 			t.Errorf("cached answer with TTL %d, above the plugin's %d", ttl, defaultTTL)
 		}
-		seen = append(seen, ttl)
-		time.Sleep(time.Second)
+		return ttl
 	}
-	t.Logf("TTLs of %s A asked every second through cache: %v", name, seen)
-	if neg := ttlOf(n("nope.demo"), "A", authority); neg > defaultTTL {
+	base := count()
+	var seen []uint32
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	deadline := time.Now().Add(4 * defaultTTL * time.Second)
+	for {
+		seen = append(seen, ask())
+		if count().prefetches > base.prefetches {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no prefetch of %s A asked every second for %v; TTLs seen %v", name, 4*defaultTTL*time.Second, seen)
+		}
+		<-tick.C
+	}
+	// The plugin answers the prefetch in the background; then the next
+	// query gets the refreshed entry.
+	harness.Eventually(t, 10*time.Second, func() error {
+		if got := count(); got.answered < base.answered+1+(got.prefetches-base.prefetches) {
+			return fmt.Errorf("the plugin answered %v queries since the first, want the first and each of %v prefetches",
+				got.answered-base.answered, got.prefetches-base.prefetches)
+		}
+		return nil
+	})
+	refreshed := ask()
+	end := count()
+	t.Logf("TTLs of %s A asked every second through cache: %v, then %d", name, seen, refreshed)
+	if misses := (end.requests - base.requests) - (end.hits - base.hits); misses != 1 {
+		t.Errorf("%v of %v queries missed the cache, want only the first: the entry expired before it was fetched again",
+			misses, end.requests-base.requests)
+	}
+	if got, want := end.answered-base.answered, 1+end.prefetches-base.prefetches; got != want || got < 2 {
+		t.Errorf("the plugin answered %v queries, want %v: the first and one a prefetch", got, want)
+	}
+	if low := slices.Min(seen); low > threshold || refreshed <= low {
+		t.Errorf("TTLs %v, then %d: want one at or below %d (the prefetch), then one above it (the refreshed entry)", seen, refreshed, threshold)
+	}
+	r := dig(t, c, n("nope.demo"), "A")
+	if len(r.Authority) == 0 {
+		t.Fatalf("NXDOMAIN without SOA:\n%s", r)
+	}
+	if neg := r.Authority[0].Header().Ttl; neg > defaultTTL {
 		t.Errorf("NXDOMAIN cached with TTL %d, above the SOA minimum %d", neg, defaultTTL)
 	}
 }
