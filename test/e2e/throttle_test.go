@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/miekg/dns"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -261,7 +263,7 @@ func throttleCalibrate(t *testing.T, r *migRig) []int64 {
 		t.Fatal(err)
 	}
 	rejected := throttled(evs)
-	predicted := apfRetryAfters(rejected)
+	predicted := apfRetryAfters(t, rejected)
 	var seen []int64
 	for _, ev := range rejected {
 		got, ok := sent[ev.AuditID]
@@ -308,14 +310,15 @@ func throttled(evs []auditv1.Event) []auditv1.Event {
 // audit ID. The tracker records a 429 at a time between the audit event's
 // two timestamps (request received, response written): each is replayed,
 // and the lower Retry-After of the two taken.
-func apfRetryAfters(rejected []auditv1.Event) map[types.UID]int64 {
+func apfRetryAfters(t *testing.T, rejected []auditv1.Event) map[types.UID]int64 {
+	t.Helper()
 	out := map[types.UID]int64{}
 	received := func(ev auditv1.Event) time.Time { return ev.RequestReceivedTimestamp.Time }
 	answered := func(ev auditv1.Event) time.Time { return ev.StageTimestamp.Time }
 	for _, at := range []func(auditv1.Event) time.Time{received, answered} {
 		evs := slices.Clone(rejected)
 		slices.SortStableFunc(evs, func(a, b auditv1.Event) int { return at(a).Compare(at(b)) })
-		for i, after := range droppedRequestsReplay(evs, at) {
+		for i, after := range droppedRequestsReplay(t, evs, at) {
 			if prev, ok := out[evs[i].AuditID]; !ok || after < prev {
 				out[evs[i].AuditID] = after
 			}
@@ -324,50 +327,27 @@ func apfRetryAfters(rejected []auditv1.Event) map[types.UID]int64 {
 	return out
 }
 
-// droppedRequestsReplay replays kube-apiserver's dropped-requests tracker
-// (k8s.io/apiserver/pkg/util/flowcontrol/dropped_requests_tracker.go, as of
-// v0.37) over a priority level's 429s, at the times at gives them, and
-// returns the Retry-After each was sent with. The tracker keeps, per
-// priority level, a Retry-After that starts at 1 second. When the first 429
-// of a new second is recorded, it counts the 429s of the previous
-// Retry-After seconds: at least 3×Retry-After double it (to at most 32),
-// unless it was doubled less than Retry-After seconds ago; fewer than
-// Retry-After lower it by one. The 429 is sent with the value after that.
-func droppedRequestsReplay(rejected []auditv1.Event, at func(auditv1.Event) time.Time) []int64 {
-	type second struct{ unix, n int64 }
-	var (
-		history              []second
-		current, count       int64
-		retryAfter, raisedAt int64 = 1, 0
-	)
+// droppedRequestsReplay runs kube-apiserver's own dropped-requests tracker
+// (k8s.io/apiserver v0.37.2's pkg/util/flowcontrol, in the kube-apiserver
+// v1.37.2 that hack/realenv builds) over a priority level's 429s, at the
+// times at gives them, and returns the Retry-After each was sent with: as
+// APF's filter does, it records the drop, then reads the tracker's
+// Retry-After. The tracker reads the time itself; synctest's fake clock
+// brings it to each 429's time, as far past a whole second (the bubble
+// starts at one) as the 429 was.
+func droppedRequestsReplay(t *testing.T, rejected []auditv1.Event, at func(auditv1.Event) time.Time) []int64 {
 	out := make([]int64, len(rejected))
-	for i, ev := range rejected {
-		now := at(ev).Unix()
-		if now == current {
-			count++
-			out[i] = retryAfter
-			continue
-		}
-		history = append(history, second{current, count})
-		keep := min(2*retryAfter, 32)
-		for len(history) > 0 && current-history[0].unix > keep {
-			history = history[1:]
-		}
-		current, count = now, 1
-		var dropped int64
-		for j := len(history) - 1; j >= 0 && now-history[j].unix <= retryAfter; j-- {
-			if history[j].unix < now {
-				dropped += history[j].n
-			}
-		}
-		switch {
-		case now-raisedAt >= retryAfter && dropped >= 3*retryAfter:
-			retryAfter, raisedAt = min(2*retryAfter, 32), now
-		case dropped < retryAfter && retryAfter > 1:
-			retryAfter--
-		}
-		out[i] = retryAfter
+	if len(rejected) == 0 {
+		return out
 	}
+	synctest.Test(t, func(*testing.T) {
+		tracker, start, first := flowcontrol.NewDroppedRequestsTracker(), time.Now(), at(rejected[0]).Truncate(time.Second)
+		for i, ev := range rejected {
+			time.Sleep(time.Until(start.Add(at(ev).Sub(first))))
+			tracker.RecordDroppedRequest("replayed")
+			out[i] = tracker.GetRetryAfter("replayed")
+		}
+	})
 	return out
 }
 
@@ -490,7 +470,7 @@ func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity
 	// Every 429 of the priority level is one of these replicas'.
 	rejected := throttled(all)
 	res.total429 = len(rejected)
-	res.asked = apfRetryAfters(rejected)
+	res.asked = apfRetryAfters(t, rejected)
 	for i, id := range ids {
 		c := replicas[i]
 		ready := c.Started.Add(c.ReadyIn)

@@ -323,10 +323,7 @@ func runQPS(ctx context.Context, c config, rep *report, fx fixture, floor starte
 		return err
 	}
 	defer func() { _ = pinPlanes("") }()
-	runs := 0
-	for _, m := range mixes {
-		runs += cond(m.Floor, 3, 2)
-	}
+	runs := sum(mixes, func(m mix) int { return cond(m.Floor, 3, 2) })
 	logf("measuring: %d rounds × %d runs of %v (at least %.0f minutes)", c.rounds, runs, c.duration, float64(c.rounds*runs)*(c.duration.Seconds()+1.5)/60)
 	for round := 1; round <= c.rounds; round++ {
 		for _, m := range mixes {

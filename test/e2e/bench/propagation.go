@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -228,24 +227,19 @@ func watchWrites(ctx context.Context, cl *cluster, events *sync.Map) error {
 	return nil
 }
 
-// addresses are an import's IPs or an EndpointSlice's endpoint addresses.
+// addresses are an import's IPs (at the root in v1alpha2, under spec in
+// v1alpha1) or an EndpointSlice's endpoint addresses.
 func addresses(u *unstructured.Unstructured) (ips []string) {
-	if u.GetKind() == "EndpointSlice" {
-		eps, _, _ := unstructured.NestedSlice(u.Object, "endpoints")
-		for _, e := range eps {
-			if m, ok := e.(map[string]any); ok {
-				a, _, _ := unstructured.NestedStringSlice(m, "addresses")
-				ips = append(ips, a...)
-			}
-		}
-		return ips
-	}
-	if im, err := cache.ReadImport(u); err == nil {
-		for _, ip := range im.IPs {
-			ips = append(ips, ip.String())
+	eps, _, _ := unstructured.NestedSlice(u.Object, "endpoints")
+	for _, e := range eps {
+		if m, ok := e.(map[string]any); ok {
+			a, _, _ := unstructured.NestedStringSlice(m, "addresses")
+			ips = append(ips, a...)
 		}
 	}
-	return ips
+	root, _, _ := unstructured.NestedStringSlice(u.Object, "ips")
+	spec, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
+	return slices.Concat(ips, root, spec)
 }
 
 // latencies are durations to summarize by nearest-rank quantiles.

@@ -221,9 +221,10 @@ func (r *report) stat(server, mixKey string, metric func(perfResult) float64) (m
 	return median(v), slices.Min(v), slices.Max(v), len(v)
 }
 
-// median of v (the mean of the middle two for an even count); it sorts v.
+// median of v (the mean of the middle two for an even count); v is left as
+// it was.
 func median(v []float64) float64 {
-	slices.Sort(v)
+	v = slices.Sorted(slices.Values(v))
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
 	}
@@ -305,8 +306,7 @@ func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float6
 	if len(ratios) == 0 {
 		return "-"
 	}
-	med := median(ratios)
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", med, ratios[0], ratios[len(ratios)-1])
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios))
 }
 
 // groups are every server's runs of every mix, mix by mix.

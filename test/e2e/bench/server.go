@@ -40,7 +40,8 @@ func startServer(name, label, bin, dir, cpu, plugin string, metrics bool) (*serv
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close() // the child holds its own descriptor
+	// Not closed: the harness copies the server's output into it until the
+	// server ends; closed, the server's next line kills it with SIGPIPE.
 	s.CoreDNS, err = harness.StartCoreDNS(bin, harness.CoreDNSOptions{
 		Plugins: plugin, NoLog: true, Metrics: metrics, Pprof: withPprof || metrics, ReadyWithin: 600 * time.Second,
 		Wrap: []string{"taskset", "-c", cpu}, Env: []string{"GOMAXPROCS=1"}, Output: logFile,
@@ -149,36 +150,34 @@ func pinPlanes(cpus string) error {
 // othersMeter measures how busy all CPUs were, over a span, with anything
 // but this program, its control planes and the server measured (pids).
 type othersMeter struct {
-	cpu  harness.CPUTime
-	own  float64 // CPU seconds of pids
-	pids []int
+	cpu     harness.CPUTime
+	own     float64 // CPU seconds of pids
+	pids    []int
+	read    func(cpu string) (harness.CPUTime, error) // harness.ReadCPUTime
+	seconds func(pid int) (float64, error)            // harness.CPUSeconds
 }
 
 // newOthersMeter starts a span; pids are servers already running.
 func newOthersMeter(pids ...int) *othersMeter {
 	planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
-	m := &othersMeter{pids: append(append([]int{os.Getpid()}, planes...), pids...)}
-	m.cpu, _ = harness.ReadCPUTime("")
-	m.own = secondsOf(m.pids)
+	m := &othersMeter{pids: append(append([]int{os.Getpid()}, planes...), pids...), read: harness.ReadCPUTime, seconds: harness.CPUSeconds}
+	m.cpu, _ = m.read("")
+	m.own = m.secondsOf(m.pids)
 	return m
 }
 
 // share ends the span: the others' share of all CPUs' time, or -1 if
 // unknown. started are servers started within the span (counted whole).
 func (m *othersMeter) share(started ...int) float64 {
-	c, err := harness.ReadCPUTime("")
+	c, err := m.read("")
 	if err != nil || m.cpu.Total == 0 || c.Total == m.cpu.Total {
 		return -1
 	}
-	own := secondsOf(m.pids) - m.own + secondsOf(started)
+	own := m.secondsOf(m.pids) - m.own + m.secondsOf(started)
 	return max(0, (c.Busy-m.cpu.Busy-own)/(c.Total-m.cpu.Total))
 }
 
-func secondsOf(pids []int) float64 {
-	var sum float64
-	for _, pid := range pids {
-		t, _ := harness.CPUSeconds(pid)
-		sum += t
-	}
-	return sum
+// secondsOf is the CPU time of pids, in seconds (0 for one not read).
+func (m *othersMeter) secondsOf(pids []int) float64 {
+	return sum(pids, func(pid int) float64 { t, _ := m.seconds(pid); return t })
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"errors"
+	"math"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // The statistics behind the published tables: medians with their range,
@@ -18,8 +23,9 @@ func TestMedian(t *testing.T) {
 		{[]float64{4, 1, 3, 2}, 2.5}, // the mean of the middle two
 		{[]float64{5, 5, 1, 9, 5}, 5},
 	} {
-		if got := median(append([]float64(nil), tc.v...)); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.v, got, tc.want)
+		v := slices.Clone(tc.v)
+		if got := median(v); got != tc.want || !slices.Equal(v, tc.v) {
+			t.Errorf("median(%v) = %v, want %v; v after: %v", tc.v, got, tc.want, v)
 		}
 	}
 }
@@ -38,6 +44,99 @@ func TestStat(t *testing.T) {
 	}
 	if med, lo, hi, n := r.stat("floor", "A", qpsOf); med != 0 || lo != 0 || hi != 0 || n != 0 {
 		t.Errorf("no runs: %v %v %v %d, want zeros", med, lo, hi, n)
+	}
+}
+
+// pairedRatio: per round the ratio of a's to b's result in the mix, where
+// the round has both above 0; then their median, lowest and highest.
+func TestPairedRatio(t *testing.T) {
+	run := func(round int, server, mix string, qps float64) perfResult {
+		return perfResult{Round: round, Server: server, Mix: mix, QPS: qps}
+	}
+	r := &report{results: []perfResult{
+		run(1, "ours", "A", 300), run(1, "stock", "A", 200), run(1, "floor", "A", 50), // 300/200 = 1.5
+		run(2, "ours", "A", 300), run(2, "stock", "A", 100), // 300/100 = 3
+		run(3, "ours", "A", 100), run(3, "stock", "A", 100), // 100/100 = 1
+		run(4, "stock", "A", 200), run(4, "ours", "A", 400), // 400/200 = 2
+		run(5, "ours", "A", 500), run(5, "stock", "A", 0), // stock 0: no ratio
+		run(6, "stock", "A", 100),                           // no ours: no ratio
+		run(1, "ours", "B", 900), run(1, "stock", "B", 100), // another mix
+	}}
+	for _, tc := range []struct{ a, b, mix, want string }{
+		// ratios 1.5, 3, 1, 2; sorted 1, 1.5, 2, 3: median (1.5+2)/2 = 1.75,
+		// lowest 1, highest 3.
+		{"ours", "stock", "A", "1.75 (1.00–3.00)"},
+		// floor ran in round 1 only: 300/50 = 6.
+		{"ours", "floor", "A", "6.00 (6.00–6.00)"},
+		// B has one round: 900/100 = 9.
+		{"ours", "stock", "B", "9.00 (9.00–9.00)"},
+		// stock over ours in A: 1/1.5 = 0.667, 1/3 = 0.333, 1, 1/2 = 0.5;
+		// sorted 0.333, 0.5, 0.667, 1: median (0.5+0.667)/2 = 0.583.
+		{"stock", "ours", "A", "0.58 (0.33–1.00)"},
+		{"ours", "stock", "C", "-"}, // no runs
+	} {
+		if got := r.pairedRatio(tc.a, tc.b, tc.mix, qpsOf); got != tc.want {
+			t.Errorf("pairedRatio(%s, %s, %s) = %q, want %q", tc.a, tc.b, tc.mix, got, tc.want)
+		}
+	}
+}
+
+// share: over the span, all CPUs' busy time less the measured processes'
+// CPU time (pids: the growth since the start; started: whole), as a share of
+// all CPUs' time; -1 when either reading of the CPUs failed or no time
+// passed, 0 rather than below.
+func TestOthersShare(t *testing.T) {
+	// pids 1 and 2 had 2 and 3 CPU seconds at the start (own 5); now 10 and
+	// 7; pid 3, started within the span, 4.
+	seconds := map[int]float64{1: 10, 2: 7, 3: 4}
+	start := harness.CPUTime{Busy: 100, Total: 400}
+	for _, tc := range []struct {
+		name       string
+		start, end harness.CPUTime
+		err        error
+		started    []int
+		want       float64
+	}{
+		// own (10+7)-5 = 12: (300-100-12)/(800-400) = 188/400 = 0.47.
+		{"span", start, harness.CPUTime{Busy: 300, Total: 800}, nil, nil, 0.47},
+		// own 12+4 = 16: (200-16)/400 = 184/400 = 0.46.
+		{"a server started", start, harness.CPUTime{Busy: 300, Total: 800}, nil, []int{3}, 0.46},
+		// (110-100-12)/400 = -2/400: 0.
+		{"below 0", start, harness.CPUTime{Busy: 110, Total: 800}, nil, nil, 0},
+		{"no time passed", start, start, nil, nil, -1},
+		{"end unread", start, harness.CPUTime{}, errors.New("no /proc"), nil, -1},
+		{"start unread", harness.CPUTime{}, harness.CPUTime{Busy: 300, Total: 800}, nil, nil, -1},
+	} {
+		m := &othersMeter{cpu: tc.start, own: 5, pids: []int{1, 2},
+			read:    func(string) (harness.CPUTime, error) { return tc.end, tc.err },
+			seconds: func(pid int) (float64, error) { return seconds[pid], nil }}
+		if got := m.share(tc.started...); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: share = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// meanPct: the mean of a metric over a group's runs, in whole percent.
+func TestMeanPct(t *testing.T) {
+	other := meanPct(func(x perfResult) float64 { return x.OtherCPU })
+	for _, tc := range []struct {
+		v    []float64
+		want string
+	}{
+		{[]float64{0.5}, "50%"},
+		{[]float64{0.1, 0.2, 0.6}, "30%"},    // 0.9/3 = 0.3
+		{[]float64{0.125, 0.13}, "13%"},      // 0.255/2 = 0.1275: 12.75% rounds to 13%
+		{[]float64{0.004, 0.002}, "0%"},      // 0.006/2 = 0.003: 0.3%
+		{[]float64{1, 0.9, 0.8, 0.7}, "85%"}, // 3.4/4 = 0.85
+		{[]float64{-1, -1}, "-"},             // unknown
+	} {
+		var g []perfResult
+		for _, v := range tc.v {
+			g = append(g, perfResult{OtherCPU: v})
+		}
+		if got := other(g); got != tc.want {
+			t.Errorf("meanPct(%v) = %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }
 
