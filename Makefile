@@ -8,7 +8,7 @@
 # Tests: hack/test.sh. The end-to-end tests build the image tarball too
 # (test/e2e/image_test.go).
 
-IMAGE  ?= ghcr.io/clustersetdns/coredns-multicluster:latest
+IMAGE  ?= ghcr.io/clustersetdns/coredns-multicluster:0.1.0
 DOCKER ?= docker
 
 export GOWORK := off

@@ -8,7 +8,7 @@
 # Prints the tarball's path last. Load it with either of
 #   docker load -i .cache/coredns-multicluster.tar
 #   ctr -n k8s.io image import .cache/coredns-multicluster.tar
-# Environment: IMAGE (the image's name, ghcr.io/clustersetdns/coredns-multicluster:latest),
+# Environment: IMAGE (the image's name, ghcr.io/clustersetdns/coredns-multicluster:0.1.0),
 # OUT (the tarball), SOURCE_DATE_EPOCH (every timestamp; the last commit's time
 # by default, so one commit gives one image digest), GOOS/GOARCH (cross builds).
 set -euo pipefail
@@ -16,7 +16,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 export GOWORK=off
-image=${IMAGE:-ghcr.io/clustersetdns/coredns-multicluster:latest}
+image=${IMAGE:-ghcr.io/clustersetdns/coredns-multicluster:0.1.0}
 out=${OUT:-$top/.cache/coredns-multicluster.tar}
 bin=$top/.cache/coredns-static
 mkdir -p "$top/.cache"

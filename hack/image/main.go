@@ -38,9 +38,10 @@ import (
 )
 
 const (
-	// DefaultTag names the image in the tarball; deploy/deployment.yaml
-	// refers to it.
-	DefaultTag = "ghcr.io/clustersetdns/coredns-multicluster:latest"
+	// DefaultTag names the image in the tarball: the chart's appVersion
+	// (deploy/chart/coredns-multicluster/Chart.yaml), which the chart's
+	// default, deploy/deployment.yaml and deploy/coredns-chart refer to.
+	DefaultTag = "ghcr.io/clustersetdns/coredns-multicluster:0.1.0"
 	// User is the distroless "nonroot" user and group the image runs as.
 	User = "65532:65532"
 	uid  = 65532

@@ -16,6 +16,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,7 +42,7 @@ image:
   pullPolicy: Always
 imagePullSecrets:
 - name: registry-example
-replicas: 3
+replicaCount: 3
 resources:
   requests: {cpu: 250m, memory: 128Mi}
   limits: {cpu: "1", memory: 512Mi}
@@ -54,17 +55,18 @@ corefile:
 topologySpread:
   whenUnsatisfiable: DoNotSchedule
   topologyKeys: [kubernetes.io/hostname]
-pdb:
+podDisruptionBudget:
   enabled: false
 priorityClassName: ""
 podAnnotations:
   example.com/team: dns
 service:
   annotations: {}
-serviceMonitor:
-  enabled: true
-  interval: 15s
-  labels: {release: kube-prometheus-stack}
+prometheus:
+  monitor:
+    enabled: true
+    interval: 15s
+    additionalLabels: {release: kube-prometheus-stack}
 prometheusRule:
   enabled: true
   labels: {release: kube-prometheus-stack}
@@ -148,10 +150,14 @@ func TestChartLint(t *testing.T) {
 		}
 	}
 	for set, want := range map[string]string{
-		"replicaz=3":                  "replicaz",
-		"image.digest=latest":         "digest",
-		"pdb.maxUnavailable=one":      "maxUnavailable",
-		"topologySpread.maxSkew=zero": "maxSkew",
+		"replicaz=3":                             "replicaz",
+		"replicas=3":                             "replicas",
+		"pdb.enabled=false":                      "pdb",
+		"serviceMonitor.enabled=true":            "serviceMonitor",
+		"image.digest=latest":                    "digest",
+		"podDisruptionBudget.maxUnavailable=one": "maxUnavailable",
+		"topologySpread.maxSkew=zero":            "maxSkew",
+		"rbac.create=no":                         "create",
 	} {
 		if _, err := helm(t, "lint", "--strict", chartDir, "--set", set); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("helm lint --set %s: %v, want a schema error naming %s", set, err, want)
@@ -380,4 +386,94 @@ func installMonitoringCRDs(t *testing.T) {
 		}
 		env.Mapper.Reset()
 	})
+}
+
+// chartAppVersion is the appVersion of the chart's Chart.yaml, the image tag
+// when image.tag is empty.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, chartDir+"/Chart.yaml")), &chart); err != nil || chart.AppVersion == "" {
+		t.Fatalf("%s/Chart.yaml: appVersion %q, %v", chartDir, chart.AppVersion, err)
+	}
+	return chart.AppVersion
+}
+
+// TestChartAccountsAndTag: the values coredns/helm users know decide the
+// image's tag (empty: Chart.yaml's appVersion, never latest), whether the
+// chart makes the ServiceAccount (serviceAccount.create, .name,
+// .annotations) and the ClusterRole with its binding (rbac.create), and the
+// ServiceAccount the pods run as (serviceAccount.name, else "default" when
+// the chart makes none).
+func TestChartAccountsAndTag(t *testing.T) {
+	const repo = "ghcr.io/clustersetdns/coredns-multicluster"
+	app := chartAppVersion(t)
+	for _, tc := range []struct {
+		name    string
+		set     []string
+		image   string // the container's image
+		account string // the pods' ServiceAccount
+		sa      bool   // a ServiceAccount object, named account
+		rbac    bool   // a ClusterRole and a ClusterRoleBinding to account
+	}{
+		{"defaults", nil, repo + ":" + app, deployName, true, true},
+		{"image.tag", []string{"image.tag=v9.9.9"}, repo + ":v9.9.9", deployName, true, true},
+		{"image.digest over image.tag", []string{"image.tag=v9.9.9", "image.digest=" + chartDigest}, repo + "@" + chartDigest, deployName, true, true},
+		{"serviceAccount.name", []string{"serviceAccount.name=dns", "serviceAccount.annotations.example\\.com/role=dns"}, repo + ":" + app, "dns", true, true},
+		{"no serviceAccount, no rbac", []string{"serviceAccount.create=false", "rbac.create=false"}, repo + ":" + app, "default", false, false},
+		{"own serviceAccount, no rbac", []string{"serviceAccount.create=false", "serviceAccount.name=dns", "rbac.create=false"}, repo + ":" + app, "dns", false, false},
+		{"own serviceAccount, rbac", []string{"serviceAccount.create=false", "serviceAccount.name=dns"}, repo + ":" + app, "dns", false, true},
+		{"serviceAccount, no rbac", []string{"rbac.create=false"}, repo + ":" + app, deployName, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			objs := renderChart(t, deployName, deployNS, args...)
+			d := find[appsv1.Deployment](t, objs, "Deployment")
+			if c := d.Spec.Template.Spec.Containers[0]; c.Image != tc.image {
+				t.Errorf("image %s, want %s", c.Image, tc.image)
+			}
+			if got := d.Spec.Template.Spec.ServiceAccountName; got != tc.account {
+				t.Errorf("the pods run as %q, want %q", got, tc.account)
+			}
+			var sa, roles, bindings []*unstructured.Unstructured
+			for _, o := range objs {
+				switch o.GetKind() {
+				case "ServiceAccount":
+					sa = append(sa, o)
+				case "ClusterRole":
+					roles = append(roles, o)
+				case "ClusterRoleBinding":
+					bindings = append(bindings, o)
+				}
+			}
+			if tc.sa {
+				s := find[corev1.ServiceAccount](t, sa, "ServiceAccount")
+				if s.Name != tc.account || s.Namespace != deployNS {
+					t.Errorf("ServiceAccount %s/%s, want %s/%s", s.Namespace, s.Name, deployNS, tc.account)
+				}
+				if slices.Contains(tc.set, "serviceAccount.annotations.example\\.com/role=dns") && s.Annotations["example.com/role"] != "dns" {
+					t.Errorf("ServiceAccount annotations %v, want the values'", s.Annotations)
+				}
+			} else if len(sa) != 0 {
+				t.Errorf("%d ServiceAccounts, want none (serviceAccount.create=false)", len(sa))
+			}
+			if !tc.rbac {
+				if len(roles)+len(bindings) != 0 {
+					t.Errorf("%d ClusterRoles and %d ClusterRoleBindings, want none (rbac.create=false)", len(roles), len(bindings))
+				}
+				return
+			}
+			role := find[rbacv1.ClusterRole](t, roles, "ClusterRole")
+			b := find[rbacv1.ClusterRoleBinding](t, bindings, "ClusterRoleBinding")
+			if b.RoleRef.Name != role.Name || len(b.Subjects) != 1 || b.Subjects[0].Kind != rbacv1.ServiceAccountKind ||
+				b.Subjects[0].Name != tc.account || b.Subjects[0].Namespace != deployNS {
+				t.Errorf("ClusterRoleBinding %s binds %+v to %s, want ServiceAccount %s/%s to %s", b.Name, b.Subjects, b.RoleRef.Name, deployNS, tc.account, role.Name)
+			}
+		})
+	}
 }

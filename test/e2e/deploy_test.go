@@ -175,8 +175,8 @@ func TestDeployWiring(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != "ghcr.io/clustersetdns/coredns-multicluster:latest" {
-		t.Errorf("image %q, want the documented placeholder", c.Image)
+	if want := "ghcr.io/clustersetdns/coredns-multicluster:" + chartAppVersion(t); c.Image != want || imageName != want {
+		t.Errorf("image %q, and the image built as %q: want both the documented placeholder %s (the chart's appVersion)", c.Image, imageName, want)
 	}
 	checkDeploySecurity(t, c)
 	checkCorefileMounted(t, pod, c, cm)

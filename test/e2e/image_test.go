@@ -26,7 +26,7 @@ import (
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-const imageName = "ghcr.io/clustersetdns/coredns-multicluster:latest"
+const imageName = "ghcr.io/clustersetdns/coredns-multicluster:0.1.0"
 
 // imageTarball builds the image tarball with hack/image.sh into a temporary
 // directory, or takes E2E_IMAGE_TAR (a tarball built before the tests, as

@@ -49,3 +49,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
 {{- end }}
 {{- end }}
+
+{{/* The ServiceAccount the pods run as: serviceAccount.name, else the
+objects' name when the chart creates it, else "default". */}}
+{{- define "coredns-multicluster.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "coredns-multicluster.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
