@@ -179,3 +179,26 @@ func missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// sliceController is the manager kube-controller-manager's EndpointSlice
+// controller writes on the slices of a Service.
+const sliceController = "endpointslice-controller.k8s.io"
+
+// serviceSlice is an EndpointSlice of the local Service ns/service, written
+// by managedBy (sliceController, as kube-controller-manager writes them, or
+// another), with one ready endpoint per address: what proves, or fails to
+// prove, that an endpoint claiming the local cluster is its.
+func serviceSlice(ns, name, service, managedBy string, ports []corev1.ServicePort, addrs ...string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service,
+			discoveryv1.LabelManagedBy:   managedBy,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       harness.SlicePorts(ports),
+	}
+	for _, addr := range addrs {
+		es.Endpoints = append(es.Endpoints, harness.Endpoint(addr, "", true))
+	}
+	return es
+}

@@ -167,13 +167,7 @@ func createClosestFixture(r *migRig, ns string) func(ready bool) *discoveryv1.En
 	// The local Service db's own slice, as kube-controller-manager writes
 	// it: what proves an endpoint that claims the local cluster is its. The
 	// test names east, then west, the local cluster, so it holds both's.
-	own := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-local",
-		Labels: map[string]string{discoveryv1.LabelServiceName: "db", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4}
-	for _, ip := range []string{"10.80.1.1", "10.80.2.1", "10.80.2.2"} {
-		own.Endpoints = append(own.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
-	}
-	r.createSlice(own)
+	r.createSlice(serviceSlice(ns, "db-local", "db", sliceController, nil, "10.80.1.1", "10.80.2.1", "10.80.2.2"))
 	return east
 }
 

@@ -575,22 +575,8 @@ func TestTrustLocalClaims(t *testing.T) {
 	// db: the local Service's own slice holds 10.150.1.1 and 10.150.1.2;
 	// a slice labelled as the local Service's but not written by its
 	// controller holds the hostile addresses, and proves nothing.
-	local := func(name, managedBy string, addrs ...string) *discoveryv1.EndpointSlice {
-		es := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-				discoveryv1.LabelServiceName: "db",
-				discoveryv1.LabelManagedBy:   managedBy,
-			}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       harness.SlicePorts(pg),
-		}
-		for _, addr := range addrs {
-			es.Endpoints = append(es.Endpoints, harness.Endpoint(addr, "", true))
-		}
-		return es
-	}
-	createSlice(t, env, local("db-x7k2p", "endpointslice-controller.k8s.io", "10.150.1.1", "10.150.1.2"))
-	createSlice(t, env, local("db-decoy", "evil.example.com", "10.150.9.9", "10.150.9.8"))
+	createSlice(t, env, serviceSlice(ns, "db-x7k2p", "db", sliceController, pg, "10.150.1.1", "10.150.1.2"))
+	createSlice(t, env, serviceSlice(ns, "db-decoy", "db", "evil.example.com", pg, "10.150.9.9", "10.150.9.8"))
 	writeImport(t, harness.Import{Namespace: ns, Name: "db", Type: "Headless", Ports: pg, More: preferClose})
 	applyMCSSlice(t, ns, "db-west", "db", "west", trustManagedBy, "IPv4", pg, []mcsEndpoint{{addr: "10.150.2.1", hostname: "db-0"}})
 	east := mcsSlice(ns, "db-east", "db", "east", trustManagedBy, "IPv4", pg, []mcsEndpoint{
