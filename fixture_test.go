@@ -35,6 +35,7 @@ type ep struct {
 	host  string
 	ready *bool
 	addrs []string
+	zone  string // topology zone; none when empty
 }
 
 func slice(ns, name, svc, cluster string, family discoveryv1.AddressType, eps ...ep) *discoveryv1.EndpointSlice {
@@ -44,6 +45,9 @@ func slice(ns, name, svc, cluster string, family discoveryv1.AddressType, eps ..
 		x := discoveryv1.Endpoint{Addresses: e.addrs, Conditions: discoveryv1.EndpointConditions{Ready: e.ready}}
 		if e.host != "" {
 			x.Hostname = &e.host
+		}
+		if e.zone != "" {
+			x.Zone = &e.zone
 		}
 		es.Endpoints = append(es.Endpoints, x)
 	}

@@ -148,6 +148,11 @@ func (m *Multicluster) lookup(rep *reply, state request.Request, qname string, z
 	a := &z.Service
 	if p.kind != kindService {
 		a = z.Sub[p.sub]
+		if a == nil && (m.clusterSel || m.zonal) {
+			if kind, value, byZone := parseSelector(p.sub, m.clusterSel, m.zonal); kind != selNone {
+				return m.selected(rep, svc, z, kind, value, byZone, qtype)
+			}
+		}
 	}
 	if a != nil {
 		res := rep.put(answersFor(a, qtype))

@@ -89,3 +89,17 @@ func BenchmarkServeDNSHeadlessLocalSRV(b *testing.B) {
 func BenchmarkServeDNSNXDOMAIN(b *testing.B) {
 	benchQuery(b, "nope.bench.svc.clusterset.local.", dns.TypeA)
 }
+
+// One cluster's 40 endpoints of db's 120, by cluster_selectors' pin name:
+// beside HeadlessLocalA and HeadlessLocalSRV, which answer as many.
+func BenchmarkServeDNSPinClusterA(b *testing.B) {
+	m := benchPlugin(b, false)
+	m.clusterSel = true
+	benchQueryOf(b, m, "cluster-1.pin._cluster.db.bench.svc.clusterset.local.", dns.TypeA)
+}
+
+func BenchmarkServeDNSPinClusterSRV(b *testing.B) {
+	m := benchPlugin(b, false)
+	m.clusterSel = true
+	benchQueryOf(b, m, "cluster-1.pin._cluster.db.bench.svc.clusterset.local.", dns.TypeSRV)
+}

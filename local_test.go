@@ -145,3 +145,52 @@ func TestServeDNSContractWithLocalCluster(t *testing.T) {
 		}
 	}
 }
+
+// With local_zone, a headless service that prefers close endpoints
+// (trafficDistribution PreferSameZone here) answers, at its name and port
+// names, the local cluster's ready endpoints in the replica's zone, else
+// the local cluster's, else every cluster's; each address family, and SRV,
+// decided on its own. Endpoints' own names are untouched.
+func TestLocalZoneFirst(t *testing.T) {
+	sameZone := "PreferSameZone"
+	kv := headless("demo", "kv", port("client", corev1.ProtocolTCP, 2379))
+	kv.TrafficDistribution = &sameZone
+	objs := []runtime.Object{kv,
+		slice("demo", "kv-west", "kv", "west", discoveryv1.AddressTypeIPv4,
+			ep{host: "a", addrs: []string{"10.1.0.1"}, zone: "zone-a"},
+			ep{host: "b", addrs: []string{"10.1.0.2"}, zone: "zone-b"}),
+		slice("demo", "kv-west-v6", "kv", "west", discoveryv1.AddressTypeIPv6,
+			ep{host: "b", addrs: []string{"fd00::1:2"}, zone: "zone-b"}),
+		slice("demo", "kv-east", "kv", "east", discoveryv1.AddressTypeIPv4,
+			ep{host: "a", addrs: []string{"10.2.0.1"}, zone: "zone-a"}),
+	}
+	newZonePlugin := func(localZone string) *Multicluster {
+		st, err := cache.Config{Zones: []string{zone}, TTL: defaultTTL, ClusterID: "west", LocalZone: localZone}.Static(objs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &Multicluster{TTL: defaultTTL, Fall: fall.Zero, backend: st}
+		m.setZones([]string{zone})
+		return m
+	}
+	const name = "kv.demo.svc.clusterset.local."
+	const port = "_client._tcp." + name
+	a := func(ip string) dns.RR { return test.A(name + " 5 IN A " + ip) }
+	target := func(host string) string { return host + ".west." + name }
+	runCases(t, newZonePlugin("zone-a"), []test.Case{
+		// west's zone-a endpoint alone: not east's in zone-a, not west's in zone-b.
+		{Qname: name, Qtype: dns.TypeA, Answer: []dns.RR{a("10.1.0.1")}},
+		// No IPv6 endpoint of west in zone-a: west's IPv6 ones.
+		{Qname: name, Qtype: dns.TypeAAAA, Answer: []dns.RR{test.AAAA(name + " 5 IN AAAA fd00::1:2")}},
+		{Qname: port, Qtype: dns.TypeSRV, Answer: []dns.RR{test.SRV(port + " 5 IN SRV 0 100 2379 " + target("a"))},
+			Extra: []dns.RR{test.A(target("a") + " 5 IN A 10.1.0.1")}},
+		{Qname: "a.east." + name, Qtype: dns.TypeA, Answer: []dns.RR{test.A("a.east." + name + " 5 IN A 10.2.0.1")}},
+	})
+	// A zone where west has nothing: west's endpoints, as without a zone.
+	runCases(t, newZonePlugin("zone-c"), []test.Case{
+		{Qname: name, Qtype: dns.TypeA, Answer: []dns.RR{a("10.1.0.1"), a("10.1.0.2")}},
+	})
+	runCases(t, newZonePlugin(""), []test.Case{
+		{Qname: name, Qtype: dns.TypeA, Answer: []dns.RR{a("10.1.0.1"), a("10.1.0.2")}},
+	})
+}

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
@@ -54,12 +55,19 @@ var (
 		Help:      "Services answered, by the ServiceImport version their answers come from.",
 	}, []string{metricname.Version})
 
-	endpoints = reg.NewGauge(prometheus.GaugeOpts{
+	endpoints = reg.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: metricname.Subsystem,
 		Name:      metricname.EndpointsName,
-		Help:      "Ready headless endpoint names answered.",
-	})
+		Help:      "Ready headless endpoint names answered, by source cluster (only clusters with some; past 256 clusters, the rest as _other).",
+	}, []string{metricname.Cluster})
+
+	clusterLastChange = reg.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: metricname.Subsystem,
+		Name:      metricname.ClusterLastChangeName,
+		Help:      "When an EndpointSlice of each source cluster was last seen added, changed or deleted, in seconds since the epoch (only clusters with EndpointSlices; the first list counts).",
+	}, []string{metricname.Cluster})
 
 	unreadVersions = reg.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
@@ -138,7 +146,36 @@ func recordStats(s cache.Stats) {
 	for v, n := range s.Imports {
 		serviceImports.WithLabelValues(v).Set(float64(n))
 	}
-	endpoints.Set(float64(s.Endpoints))
+	clusterSeries.Lock()
+	defer clusterSeries.Unlock()
+	clusterSeries.endpoints = setByCluster(endpoints, clusterSeries.endpoints, s.EndpointsByCluster, func(n int) float64 { return float64(n) })
+	clusterSeries.changed = setByCluster(clusterLastChange, clusterSeries.changed, s.ClusterChanged, func(t time.Time) float64 {
+		return float64(t.UnixNano()) / 1e9
+	})
+}
+
+// clusterSeries are the clusters each per-cluster gauge has a series of:
+// those of the last Stats, whose counts the cache keeps only for clusters
+// with some, so that a cluster gone is a series deleted.
+var clusterSeries struct {
+	sync.Mutex
+	endpoints, changed map[string]bool
+}
+
+// setByCluster sets g's series of each cluster of now and deletes those of
+// the clusters in had that now lacks; it returns the clusters set.
+func setByCluster[V any](g *prometheus.GaugeVec, had map[string]bool, now map[string]V, value func(V) float64) map[string]bool {
+	for c := range had {
+		if _, ok := now[c]; !ok {
+			g.DeleteLabelValues(c)
+		}
+	}
+	set := make(map[string]bool, len(now))
+	for c, v := range now {
+		g.WithLabelValues(c).Set(value(v))
+		set[c] = true
+	}
+	return set
 }
 
 func recordSkip(kind, reason string) { skipped.WithLabelValues(kind, reason).Inc() }
@@ -146,7 +183,7 @@ func recordSkip(kind, reason string) { skipped.WithLabelValues(kind, reason).Inc
 // The skipped counters exist from start-up, at zero, so that the dashboard
 // and the alerts read 0 on a healthy cluster rather than no data.
 func init() {
-	for _, kr := range cache.SkipSeries() {
+	for _, kr := range append(cache.SkipSeries(), cache.EmptySeries()...) {
 		skipped.WithLabelValues(kr[0], kr[1])
 	}
 }

@@ -1,10 +1,12 @@
 package multicluster
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,7 +128,7 @@ func init() {
 // problem of a ServiceImport read through v1beta1 is "ServiceImport
 // v1beta1".
 func TestSkippedSeriesFromStart(t *testing.T) {
-	series := cache.SkipSeries()
+	series := append(cache.SkipSeries(), cache.EmptySeries()...)
 	want := map[[2]string]bool{}
 	for _, kr := range series {
 		if want[kr] {
@@ -148,9 +150,63 @@ func TestSkippedSeriesFromStart(t *testing.T) {
 		}
 	}
 	for _, want := range [][2]string{{cache.ImportKind(cache.V1beta1), cache.ReasonBadIP}, {cache.KindServiceImport, cache.ReasonDataLost},
-		{cache.KindEndpointSlice, cache.ReasonNoCluster}, {"ServiceImport v1alpha2", cache.ReasonDecode}} {
+		{cache.KindEndpointSlice, cache.ReasonNoCluster}, {"ServiceImport v1alpha2", cache.ReasonDecode},
+		{"ServiceImport v1beta1", cache.ReasonNoEndpointSlices}, {"ServiceImport v1beta1", cache.ReasonEndpointSlicesAbsent},
+		{"ServiceImport v1alpha2", cache.ReasonNoEndpointSlices}} {
 		if !slices.Contains(series, want) {
 			t.Errorf("no series %v", want)
 		}
+	}
+}
+
+// gaugeSeries are the series of a gauge vector: its label value of label →
+// value.
+func gaugeSeries(t *testing.T, g *prometheus.GaugeVec, label string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	go func() {
+		g.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] = pb.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestEndpointsByCluster: the endpoints gauge has one series per source
+// cluster of the last Stats, and so has the last-change gauge, at the time
+// in seconds; a cluster gone from the Stats is a series deleted.
+func TestEndpointsByCluster(t *testing.T) {
+	t.Cleanup(func() { recordStats(cache.Stats{}) })
+	at := time.Unix(1_700_000_000, 500_000_000)
+	recordStats(cache.Stats{Endpoints: 5, EndpointsByCluster: map[string]int{"west": 3, "east.prod": 2},
+		ClusterChanged: map[string]time.Time{"west": at, "east.prod": at.Add(time.Second), "quiet": at.Add(-time.Hour)}})
+	if got, want := gaugeSeries(t, endpoints, metricname.Cluster), map[string]float64{"west": 3, "east.prod": 2}; !maps.Equal(got, want) {
+		t.Errorf("%s: %v, want %v", metricname.Endpoints, got, want)
+	}
+	if got, want := gaugeSeries(t, clusterLastChange, metricname.Cluster),
+		map[string]float64{"west": 1_700_000_000.5, "east.prod": 1_700_000_001.5, "quiet": 1_699_996_400.5}; !maps.Equal(got, want) {
+		t.Errorf("%s: %v, want %v", metricname.ClusterLastChange, got, want)
+	}
+	recordStats(cache.Stats{Endpoints: 1, EndpointsByCluster: map[string]int{"west": 1},
+		ClusterChanged: map[string]time.Time{"west": at}})
+	if got, want := gaugeSeries(t, endpoints, metricname.Cluster), map[string]float64{"west": 1}; !maps.Equal(got, want) {
+		t.Errorf("%s after east.prod left: %v, want %v", metricname.Endpoints, got, want)
+	}
+	if got := gaugeSeries(t, clusterLastChange, metricname.Cluster); len(got) != 1 {
+		t.Errorf("%s after east.prod and quiet left: %v", metricname.ClusterLastChange, got)
+	}
+	if cache.OtherClusters != metricname.OtherClusters {
+		t.Errorf("cache.OtherClusters %q, metricname.OtherClusters %q", cache.OtherClusters, metricname.OtherClusters)
 	}
 }

@@ -62,6 +62,10 @@ type Multicluster struct {
 	namespaces     []string
 	clusterID      string // the local cluster; else the ClusterProperty's
 	preferLocal    bool   // every headless service prefers the local cluster
+	localZone      string // local_zone: this replica's topology zone, lower-case
+	endpointPTR    bool   // endpoint_ptr: headless endpoints answer PTR in the reverse zones
+	clusterSel     bool   // cluster_selectors: <cluster>.pin._cluster and <cluster>.prefer._cluster names
+	zonal          bool   // zonal: <zone>.pin._zone and <zone>.prefer._zone names
 	denyRanges     []netip.Prefix
 	allowNS        []string // protected namespaces answered all the same
 	maxEndpoints   int      // 0 for cache.DefaultMaxEndpoints

@@ -88,9 +88,14 @@ func (rep *reply) section(n int) []dns.RR {
 // records copies rs into the reply; with an owner, the copies take that name
 // (the query name as it was asked).
 func (rep *reply) records(rs []dns.RR, owner string) []dns.RR {
-	out := rep.section(len(rs))
-	for i, rr := range rs {
-		c := rep.clone(rr, len(rs)-i)
+	return rep.appendRecords(rep.section(len(rs)), rs, owner)
+}
+
+// appendRecords copies rs into the reply as records does, appending the
+// copies to out, a section whose room left sizes the blocks clone grows.
+func (rep *reply) appendRecords(out, rs []dns.RR, owner string) []dns.RR {
+	for _, rr := range rs {
+		c := rep.clone(rr, max(cap(out)-len(out), 1))
 		if owner != "" {
 			c.Header().Name = owner
 		}

@@ -12,7 +12,8 @@ import (
 )
 
 // reverse answers in a reverse zone given among ZONES: PTR records naming the
-// services that hold a ClusterSetIP, as the MCS specification allows.
+// services that hold a ClusterSetIP, and the endpoints of headless services
+// by their ready addresses with endpoint_ptr, as the MCS specification allows.
 func (m *Multicluster) reverse(state request.Request, qname string, zi int) ([]dns.RR, []dns.RR, result) {
 	switch qname {
 	case m.zones[zi].name:
@@ -38,9 +39,24 @@ func (m *Multicluster) ptrs(name string) []dns.RR {
 	if err != nil {
 		return nil
 	}
+	ip = ip.Unmap()
 	var out []dns.RR
-	for _, svc := range m.backend.LookupIP(ip.Unmap()) {
-		out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: cache.ServiceName(svc.Name(), svc.Namespace(), m.ptrZone())})
+	var names []string
+	for _, svc := range m.backend.LookupIP(ip) {
+		target := cache.ServiceName(svc.Name(), svc.Namespace(), m.ptrZone())
+		if !svc.Headless() {
+			out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: target})
+			continue
+		}
+		if !m.endpointPTR {
+			continue
+		}
+		// A headless service's endpoint: one PTR per endpoint name at the
+		// address, as the kubernetes plugin answers for its endpoints.
+		names = svc.EndpointNames(ip, names[:0])
+		for _, n := range names {
+			out = append(out, &dns.PTR{Hdr: m.hdr(name, dns.TypePTR), Ptr: n + "." + target})
+		}
 	}
 	return out
 }

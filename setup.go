@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/transfer"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
@@ -74,6 +77,9 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		}
 		if len(m.tlsFiles) > 0 && m.endpoint == "" {
 			return nil, c.Err("tls needs endpoint")
+		}
+		if m.endpointPTR && len(m.Zones) == len(m.forward) {
+			return nil, c.Err("endpoint_ptr needs a reverse zone among ZONES, such as 10.0.0.0/8 or in-addr.arpa")
 		}
 		for _, ns := range m.namespaces {
 			if cache.Protected(ns, m.allowNS) {
@@ -230,6 +236,35 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 			return err
 		}
 		m.preferLocal = true
+	case "local_zone":
+		if err := count(1, 1); err != nil {
+			return err
+		}
+		z := strings.ToLower(args[0])
+		if z == localZoneFromNode {
+			if os.Getenv("NODE_NAME") == "" {
+				return c.Err("local_zone node reads the zone of the node named by NODE_NAME, which is not set: " +
+					"set it from the pod's spec.nodeName (the downward API)")
+			}
+		} else if len(validation.IsDNS1123Label(z)) > 0 {
+			return c.Errf("local_zone must be a zone name such as eu-west-1a (a DNS label), or node, not %q", args[0])
+		}
+		m.localZone = z
+	case "cluster_selectors":
+		if err := count(0, 0); err != nil {
+			return err
+		}
+		m.clusterSel = true
+	case "zonal":
+		if err := count(0, 0); err != nil {
+			return err
+		}
+		m.zonal = true
+	case "endpoint_ptr":
+		if err := count(0, 0); err != nil {
+			return err
+		}
+		m.endpointPTR = true
 	case "startup_timeout":
 		if err := count(1, 1); err != nil {
 			return err
@@ -304,11 +339,21 @@ func (m *Multicluster) start() error {
 		return plugin.Error(pluginName, err)
 	}
 	m.closeIdle = hc.CloseIdleConnections
+	if m.localZone == localZoneFromNode {
+		m.localZone = nodeZone(kube, os.Getenv("NODE_NAME"))
+	}
+	var sel cache.Selectors
+	if m.clusterSel {
+		sel |= cache.SelectByCluster
+	}
+	if m.zonal {
+		sel |= cache.SelectByZone
+	}
 	ctrl := cache.New(dyn, imports, kube, cache.Config{
 		Zones: m.forward, TTL: m.TTL, Fallback: m.fallback, Namespaces: m.namespaces, Labels: m.labels,
-		ClusterID: m.clusterID, PreferLocal: m.preferLocal,
+		ClusterID: m.clusterID, PreferLocal: m.preferLocal, LocalZone: m.localZone,
 		DenyRanges: m.denyRanges, AllowNamespaces: m.allowNS, MaxEndpoints: m.maxEndpoints,
-		Reverse: len(m.Zones) > len(m.forward), Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
+		Reverse: len(m.Zones) > len(m.forward), ReverseEndpoints: m.endpointPTR, Selectors: sel, Log: log, OnSkip: recordSkip, OnStats: recordStats, OnUnread: recordUnread,
 	})
 	m.backend = ctrl
 	synced.Set(0)
@@ -339,4 +384,29 @@ func (m *Multicluster) shutdown() error {
 		m.closeIdle() // a reload's old instance leaves no connection behind
 	}
 	return nil
+}
+
+// localZoneFromNode is the local_zone value that reads the zone from the
+// replica's Node.
+const localZoneFromNode = "node"
+
+// nodeZone reads, once, the topology.kubernetes.io/zone label of the node
+// the replica runs on (get on nodes: the one rule this option needs). On a
+// failure, or without the label, the replica answers as without a zone: the
+// local cluster's endpoints first, as before, and says so.
+func nodeZone(kube kubernetes.Interface, node string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		log.Warningf("local_zone node: reading node %s: %v; answering without the replica's zone", node, err)
+		return ""
+	}
+	z := strings.ToLower(n.Labels[corev1.LabelTopologyZone])
+	if z == "" || len(validation.IsDNS1123Label(z)) > 0 {
+		log.Warningf("local_zone node: node %s has no usable %s label (%q); answering without the replica's zone", node, corev1.LabelTopologyZone, z)
+		return ""
+	}
+	log.Infof("local_zone node: node %s is in zone %s", node, z)
+	return z
 }

@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestParse(t *testing.T) {
@@ -52,6 +56,21 @@ func TestParse(t *testing.T) {
 				t.Errorf("rest config %+v, %v", cfg, err)
 			}
 		}},
+		{input: "multicluster {\n local_zone EU-West-1A\n}", check: func(t *testing.T, m *Multicluster) {
+			if m.localZone != "eu-west-1a" {
+				t.Errorf("local_zone %q", m.localZone)
+			}
+		}},
+		{input: "multicluster {\n cluster_selectors\n zonal\n}", check: func(t *testing.T, m *Multicluster) {
+			if !m.clusterSel || !m.zonal {
+				t.Errorf("cluster_selectors %v, zonal %v", m.clusterSel, m.zonal)
+			}
+		}},
+		{input: "multicluster clusterset.local 10.0.0.0/8 {\n endpoint_ptr\n}", check: func(t *testing.T, m *Multicluster) {
+			if !m.endpointPTR {
+				t.Error("endpoint_ptr not set")
+			}
+		}},
 		{input: "multicluster {\n cluster_id east.example.com\n prefer_local\n}", check: func(t *testing.T, m *Multicluster) {
 			if m.clusterID != "east.example.com" || !m.preferLocal {
 				t.Errorf("cluster_id %q, prefer_local %v", m.clusterID, m.preferLocal)
@@ -89,6 +108,12 @@ func TestParseErrors(t *testing.T) {
 		{input: "multicluster {\n cluster_id\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n cluster_id a b\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n prefer_local yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
+		{input: "multicluster {\n endpoint_ptr yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
+		{input: "multicluster {\n endpoint_ptr\n}", wantErr: "endpoint_ptr needs a reverse zone among ZONES"},
+		{input: "multicluster {\n cluster_selectors west\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
+		{input: "multicluster {\n local_zone eu_west\n}", wantErr: `local_zone must be a zone name such as eu-west-1a (a DNS label), or node, not "eu_west"`},
+		{input: "multicluster {\n local_zone node\n}", wantErr: "local_zone node reads the zone of the node named by NODE_NAME, which is not set"},
+		{input: "multicluster {\n zonal pin\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n endpoint 10.0.0.1\n}", wantErr: `Testfile:2 - Error during parsing: endpoint must be a URL`},
 		{input: "multicluster {\n tls a b\n}", wantErr: "Wrong argument count"},
 		{input: "multicluster {\n tls a b c\n}", wantErr: "tls needs endpoint"},
@@ -138,4 +163,27 @@ func parseInput(input string) (*Multicluster, error) {
 	c := caddy.NewTestController("dns", input)
 	c.ServerBlockKeys = []string{"clusterset.local."}
 	return parse(c)
+}
+
+// local_zone node reads the replica's Node once: its zone label, lower-case;
+// none when the Node cannot be read or has no usable label.
+func TestNodeZone(t *testing.T) {
+	node := func(name, zone string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if zone != "" {
+			n.Labels[corev1.LabelTopologyZone] = zone
+		}
+		return n
+	}
+	kube := fake.NewClientset(node("n1", "EU-West-1a"), node("n2", ""), node("n3", "not a label"))
+	for name, want := range map[string]string{"n1": "eu-west-1a", "n2": "", "n3": "", "gone": ""} {
+		if got := nodeZone(kube, name); got != want {
+			t.Errorf("node %s: zone %q, want %q", name, got, want)
+		}
+	}
+	t.Setenv("NODE_NAME", "n1")
+	m, err := parseInput("multicluster {\n local_zone node\n}")
+	if err != nil || m.localZone != localZoneFromNode {
+		t.Errorf("local_zone node with NODE_NAME set: %q, %v", m.localZone, err)
+	}
 }

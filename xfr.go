@@ -13,7 +13,7 @@ import (
 
 // Transfer implements transfer.Transferer: the transfer plugin calls it for
 // AXFR and IXFR. A reverse zone transfers the PTR records of the ClusterSetIPs
-// inside it. An IXFR from the current serial gets the SOA alone, as in
+// (and, with endpoint_ptr, headless endpoints' addresses) inside it. An IXFR from the current serial gets the SOA alone, as in
 // CoreDNS's other plugins; any other IXFR gets the whole zone.
 func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	zi := slices.Index(m.Zones, zone)
@@ -45,10 +45,18 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 				}
 			}
 		} else {
+			// Each address once: ptrs names every service and endpoint at
+			// it, and services may share one.
+			seen := map[string]bool{}
 			for _, svc := range services {
-				for _, ip := range svc.IPs() {
+				addrs := svc.IPs()
+				if m.endpointPTR {
+					addrs = svc.ReverseAddrs()
+				}
+				for _, ip := range addrs {
 					name, err := dns.ReverseAddr(ip.String())
-					if err == nil && dns.IsSubDomain(zone, name) {
+					if err == nil && !seen[name] && dns.IsSubDomain(zone, name) {
+						seen[name] = true
 						ch <- m.ptrs(name)
 					}
 				}

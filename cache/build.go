@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -17,6 +18,18 @@ type Answers struct {
 	Extra []dns.RR // A/AAAA glue of the SRV targets
 }
 
+// Target is the name of an endpoint's answers, an SRV record's target: the
+// owner of its address records.
+func (a *Answers) Target() string {
+	switch {
+	case len(a.A) > 0:
+		return a.A[0].Header().Name
+	case len(a.AAAA) > 0:
+		return a.AAAA[0].Header().Name
+	}
+	return ""
+}
+
 // Closest says which answers of a headless service, at its name and its
 // port names, hold the local cluster's ready endpoints alone (the service
 // prefers close endpoints, and the local cluster has some ready); the others
@@ -28,7 +41,15 @@ const (
 	ClosestA    Closest = 1 << iota // A: the local cluster has a ready IPv4 endpoint
 	ClosestAAAA                     // AAAA: the local cluster has a ready IPv6 endpoint
 	ClosestSRV                      // SRV: the local cluster has a ready endpoint
+	// The same in the answering replica's own zone (Config.LocalZone): then
+	// those alone answer. Each is its Closest flag shifted by nearShift.
+	nearA
+	nearAAAA
+	nearSRV
 )
+
+// nearShift turns a Closest flag into its flag for the replica's zone.
+const nearShift = 3
 
 // Of reports whether the answers of type qtype hold the local cluster's
 // endpoints alone.
@@ -50,7 +71,32 @@ type ZoneAnswers struct {
 	Sub     map[string]*Answers // "_<port>._<proto>" and "<host>.<cluster>", relative to the service name
 	ENT     map[string]struct{} // empty non-terminals below the service name
 	Closest Closest             // which answers at the service's name and port names are the local cluster's alone
+	// ByCluster and ByZone group the ready endpoints by their cluster and
+	// by their topology zone, for the names that pin or prefer one; each
+	// is nil unless Config.Selectors asks for it.
+	ByCluster map[string]*Selection
+	ByZone    map[string]*Selection
 }
+
+// Selection is a set of a headless service's ready endpoints in one zone:
+// those of one cluster, or of one topology zone. It holds no record of its
+// own, only the endpoints' (Sub): a pointer per endpoint.
+type Selection struct {
+	Endpoints []*Answers // the endpoints' own answers, in name order
+	// Shared, when endpoints of the set share an address (pods on their
+	// node's network), holds in A and AAAA each address of the set once;
+	// nil otherwise, when the endpoints' own records are those addresses.
+	Shared *Answers
+}
+
+// Selectors says which groupings of endpoints (ZoneAnswers.ByCluster,
+// ByZone) the answers keep.
+type Selectors uint8
+
+const (
+	SelectByCluster Selectors = 1 << iota // cluster_selectors
+	SelectByZone                          // zonal
+)
 
 // Service is the immutable answer set of one imported service.
 //
@@ -77,6 +123,38 @@ func (s *Service) Headless() bool          { return s.rec.Headless }
 // IPs are a ClusterSetIP service's addresses: at most one per family, in the
 // object's order; none when headless. Never modify them.
 func (s *Service) IPs() []netip.Addr { return s.rec.IPs }
+
+// ReverseAddrs are the addresses a reverse zone names the service at: a
+// ClusterSetIP service's IPs, or each address of a headless service's ready
+// endpoints once, sorted.
+func (s *Service) ReverseAddrs() []netip.Addr {
+	if !s.rec.Headless {
+		return s.rec.IPs
+	}
+	if s.more == nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, e := range s.more.endpoints {
+		out = append(out, e.addrs...)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+// EndpointNames appends to out the names ("<host>.<cluster>") of a headless
+// service's ready endpoints that have the address ip, in name order.
+func (s *Service) EndpointNames(ip netip.Addr, out []string) []string {
+	if s.more == nil {
+		return out
+	}
+	for _, e := range s.more.endpoints {
+		if slices.Contains(e.addrs, ip) {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
 
 // Ports are the service's named ports, in the object's order. Never modify them.
 func (s *Service) Ports() []Port { return s.rec.Ports }
@@ -138,8 +216,10 @@ type normalized struct {
 
 type namedAddrs struct {
 	name  string // "<host>.<cluster>"
+	zone  string // its topology zone; "" when none is known
 	addrs []netip.Addr
 	local bool // of the local cluster, and the service prefers it
+	near  bool // local, and in the answering replica's zone
 }
 
 // normalize gathers the inputs of one service. It returns false when the
@@ -147,16 +227,19 @@ type namedAddrs struct {
 // headless import without ready endpoints. A headless import that lists
 // its clusters takes the slices of those clusters only. local is the
 // cluster whose endpoints a headless service answers alone while it has some
-// ready (closest), or "" for no preference; proven, when not nil, says which
+// ready (closest), or "" for no preference; with a preference, the local
+// cluster's endpoints in zone, the answering replica's zone when known,
+// come before them; proven, when not nil, says which
 // endpoints of a slice that claims the local cluster really are its
 // (localslices.go): the others are answered as any other cluster's.
-func normalize(im *Import, viewSlices []*Slice, local string, proven func(*Slice, Endpoint) bool) (normalized, bool) {
+func normalize(im *Import, viewSlices []*Slice, local, zone string, proven func(*Slice, Endpoint) bool) (normalized, bool) {
 	n := normalized{headless: im.Headless, ports: im.Ports}
 	if !im.Headless {
 		n.ips = im.IPs
 		return n, len(n.ips) > 0
 	}
 	byName := map[string][]netip.Addr{}
+	var zones map[string]string    // endpoint name to its zone, for those with one
 	var localNames map[string]bool // made only for a service with a preference
 	for _, s := range viewSlices {
 		if s.Cluster == "" || !im.lists(s.Cluster) {
@@ -175,11 +258,20 @@ func normalize(im *Import, viewSlices []*Slice, local string, proven func(*Slice
 					byName[name] = append(byName[name], a)
 				}
 			}
+			if e.Zone != "" {
+				if zones == nil {
+					zones = map[string]string{}
+				}
+				if z, ok := zones[name]; !ok || e.Zone < z { // the same whatever the slices' order
+					zones[name] = e.Zone
+				}
+			}
 		}
 	}
 	for name, addrs := range byName {
 		slices.SortFunc(addrs, netip.Addr.Compare)
-		n.endpoints = append(n.endpoints, namedAddrs{name, addrs, localNames[name]})
+		isLocal := localNames[name]
+		n.endpoints = append(n.endpoints, namedAddrs{name, zones[name], addrs, isLocal, isLocal && zone != "" && zones[name] == zone})
 	}
 	slices.SortFunc(n.endpoints, func(a, b namedAddrs) int { return strings.Compare(a.name, b.name) })
 	return n, len(n.endpoints) > 0
@@ -188,7 +280,7 @@ func normalize(im *Import, viewSlices []*Slice, local string, proven func(*Slice
 func (n normalized) equal(o normalized) bool {
 	return n.headless == o.headless && slices.Equal(n.ips, o.ips) && slices.Equal(n.ports, o.ports) &&
 		slices.EqualFunc(n.endpoints, o.endpoints, func(a, b namedAddrs) bool {
-			return a.name == b.name && a.local == b.local && slices.Equal(a.addrs, b.addrs)
+			return a.name == b.name && a.zone == b.zone && a.local == b.local && a.near == b.near && slices.Equal(a.addrs, b.addrs)
 		})
 }
 
@@ -202,20 +294,25 @@ func (n normalized) closest() Closest {
 		if !e.local {
 			continue
 		}
-		c |= ClosestSRV
+		var f Closest = ClosestSRV
 		for _, a := range e.addrs {
 			if a.Is4() {
-				c |= ClosestA
+				f |= ClosestA
 			} else {
-				c |= ClosestAAAA
+				f |= ClosestAAAA
 			}
+		}
+		c |= f
+		if e.near {
+			c |= f << nearShift
 		}
 	}
 	return c
 }
 
-// build makes the answers of one service in every zone.
-func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
+// build makes the answers of one service in every zone, with the groupings
+// sel asks for.
+func build(im *Import, n normalized, zones []string, ttl uint32, sel Selectors) *Service {
 	s := &Service{rec: im}
 	if srv := srvPorts(n.ports); srv != nil || n.headless {
 		s.more = &details{srvPorts: srv, endpoints: n.endpoints}
@@ -226,8 +323,66 @@ func build(im *Import, n normalized, zones []string, ttl uint32) *Service {
 	s.more.zones = make([]ZoneAnswers, len(zones))
 	for i, zone := range zones {
 		s.more.zones[i] = buildZone(im, n, s.SRVPorts(), zone, ttl)
+		s.more.zones[i].selections(n.endpoints, sel)
 	}
 	return s
+}
+
+// selections groups the endpoints' answers in z by cluster and by zone, as
+// sel asks; endpoints are in name order.
+func (z *ZoneAnswers) selections(endpoints []namedAddrs, sel Selectors) {
+	add := func(by *map[string]*Selection, value string, e namedAddrs) {
+		if *by == nil {
+			*by = map[string]*Selection{}
+		}
+		set := (*by)[value]
+		if set == nil {
+			set = &Selection{}
+			(*by)[value] = set
+		}
+		set.Endpoints = append(set.Endpoints, z.Sub[e.name])
+	}
+	for _, e := range endpoints {
+		if _, cluster, ok := strings.Cut(e.name, "."); ok && sel&SelectByCluster != 0 {
+			add(&z.ByCluster, cluster, e)
+		}
+		if e.zone != "" && sel&SelectByZone != 0 {
+			add(&z.ByZone, e.zone, e)
+		}
+	}
+	for _, by := range []map[string]*Selection{z.ByCluster, z.ByZone} {
+		for _, set := range by {
+			set.Shared = sharedAddrs(set.Endpoints)
+		}
+	}
+}
+
+// sharedAddrs returns, when two of endpoints share an address, each of
+// their address records once; nil when none is shared. A set makes it
+// linear in the number of addresses.
+func sharedAddrs(endpoints []*Answers) *Answers {
+	unique, shared := &Answers{}, false
+	seenA, seenAAAA := map[string]bool{}, map[string]bool{}
+	keep := func(rs *[]dns.RR, seen map[string]bool, rr dns.RR, ip net.IP) {
+		if seen[string(ip)] {
+			shared = true
+			return
+		}
+		seen[string(ip)] = true
+		*rs = append(*rs, rr)
+	}
+	for _, e := range endpoints {
+		for _, rr := range e.A {
+			keep(&unique.A, seenA, rr, rr.(*dns.A).A)
+		}
+		for _, rr := range e.AAAA {
+			keep(&unique.AAAA, seenAAAA, rr, rr.(*dns.AAAA).AAAA)
+		}
+	}
+	if !shared {
+		return nil
+	}
+	return unique
 }
 
 // srvPorts returns the first port of each number, in order, or nil when no
@@ -253,8 +408,17 @@ func buildZone(im *Import, n normalized, srv []Port, zone string, ttl uint32) Zo
 	z := ZoneAnswers{Sub: map[string]*Answers{}, ENT: map[string]struct{}{}, Closest: n.closest()}
 	// An endpoint of another cluster keeps its own name; the service's name
 	// and port names leave it out of the answers that are the local
-	// cluster's alone.
-	in := func(e namedAddrs, c Closest) bool { return e.local || z.Closest&c == 0 }
+	// cluster's alone, and an endpoint of another zone out of those that
+	// are the local cluster's in the replica's zone.
+	in := func(e namedAddrs, c Closest) bool {
+		switch {
+		case z.Closest&(c<<nearShift) != 0:
+			return e.near
+		case z.Closest&c != 0:
+			return e.local
+		}
+		return true
+	}
 	seen := map[netip.Addr]bool{} // the addresses at the service's name
 	var targets []string          // of the endpoints answered at the service's name and port names
 	var glue []dns.RR

@@ -25,8 +25,8 @@ func TestSRVPorts(t *testing.T) {
 	} {
 		im := &Import{Meta: Meta{Namespace: "ns", Name: "svc"}, HasData: true,
 			IPs: []netip.Addr{netip.MustParseAddr("10.0.0.1")}, Ports: tc.ports}
-		n, _ := normalize(im, nil, "", nil)
-		svc := build(im, n, []string{"clusterset.local."}, 5)
+		n, _ := normalize(im, nil, "", "", nil)
+		svc := build(im, n, []string{"clusterset.local."}, 5, 0)
 		if got := svc.SRVPorts(); !slices.Equal(got, tc.want) {
 			t.Errorf("ports %v: SRVPorts %v, want %v", tc.ports, got, tc.want)
 		}
@@ -49,11 +49,11 @@ func TestHeadlessSRVOnePerTargetAndPort(t *testing.T) {
 	for i, h := range []string{"a", "b", "c"} {
 		eps = append(eps, Endpoint{Host: h, Addrs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + i)})}})
 	}
-	n, ok := normalize(im, []*Slice{{Service: "svc", Cluster: "west", Endpoints: eps}}, "", nil)
+	n, ok := normalize(im, []*Slice{{Service: "svc", Cluster: "west", Endpoints: eps}}, "", "", nil)
 	if !ok {
 		t.Fatal("no answers")
 	}
-	z := *build(im, n, []string{"clusterset.local."}, 5).Zone(0)
+	z := *build(im, n, []string{"clusterset.local."}, 5, 0).Zone(0)
 	for name, rs := range map[string][]dns.RR{
 		"svc":       z.Service.SRV,
 		"_tcp._tcp": z.Sub["_tcp._tcp"].SRV,
@@ -92,7 +92,7 @@ func BenchmarkBuildHeadless(b *testing.B) {
 		ss = append(ss, s)
 	}
 	for b.Loop() {
-		n, _ := normalize(im, ss, "", nil)
-		build(im, n, []string{"clusterset.local."}, 5)
+		n, _ := normalize(im, ss, "", "", nil)
+		build(im, n, []string{"clusterset.local."}, 5, 0)
 	}
 }

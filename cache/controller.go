@@ -40,6 +40,10 @@ type Config struct {
 	// PreferLocal makes every headless service prefer the local cluster's
 	// endpoints, as trafficDistribution PreferClose makes one.
 	PreferLocal bool
+	// LocalZone is the answering replica's topology zone, lower-case: a
+	// service that prefers the local cluster's endpoints prefers, before
+	// them, those of the local cluster in this zone. "" for none.
+	LocalZone string
 	// DenyRanges are addresses never answered, beside those no Service can
 	// have (guard.go): the cluster's own node or pod CIDRs, say.
 	DenyRanges []netip.Prefix
@@ -50,10 +54,17 @@ type Config struct {
 	// MaxEndpoints caps the ready endpoints a service keeps; 0 for
 	// DefaultMaxEndpoints, negative for no cap.
 	MaxEndpoints int
-	// Reverse keeps an index from ClusterSetIP to services, for LookupIP:
+	// Reverse keeps an index from ClusterSetIPs (and, with
+	// ReverseEndpoints, headless endpoints' addresses) to services, for LookupIP:
 	// set it when the plugin answers reverse zones.
 	Reverse bool
-	Log     Logger
+	// ReverseEndpoints adds the addresses of headless services' ready
+	// endpoints to Reverse's index.
+	ReverseEndpoints bool
+	// Selectors are the groupings of headless endpoints kept for the
+	// names that pin or prefer a cluster or a zone.
+	Selectors Selectors
+	Log       Logger
 	// OnSkip is called for each object, or part of one, that is not used:
 	// once per write of the object, and only in the namespaces answered.
 	OnSkip func(kind, reason string)
@@ -87,16 +98,21 @@ type Controller struct {
 	viewsMu  sync.RWMutex
 	views    []*view // the synced views of the shapes, in shape order
 
-	crd        toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
-	crdChanged chan struct{}                  // a poke from crd's handlers to Run
-	crdHurry   atomic.Bool                    // the poke is for a change: ask discovery often for a while
-	dataLeftAt atomic.Int64                   // unix nanoseconds of the last poke for data leaving a shape (dataLeft)
-	crdAccess  *permission                    // the CRD watch's: while denied, discovery is polled
-	hurryUntil time.Time                      // discovery is asked every hurry until then: the CRD changed
-	every      time.Duration                  // discovery interval while the CRD watch starts, and after a failure
-	denied     time.Duration                  // discovery interval while the CRD may not be watched
-	idle       time.Duration                  // discovery interval while the CRD is watched and unchanged
-	hurry      time.Duration                  // discovery interval for a while after the CRD changes
+	crd           toolscache.SharedIndexInformer // the ServiceImport CRD, by name: discovery is asked when it changes
+	crdChanged    chan struct{}                  // a poke from crd's handlers to Run
+	crdHurry      atomic.Bool                    // the poke is for a change: ask discovery often for a while
+	dataLeftAt    atomic.Int64                   // unix nanoseconds of the last poke for data leaving a shape (dataLeft)
+	dataLeftLater atomic.Bool                    // a poke for data leaving a shape is due at dataLeftAt + hurryFor
+	discoAsked    atomic.Uint64                  // discoveries asked, counted before each is sent
+	discoAnswered uint64                         // the number of the last discovery that answered; Run's alone
+	discoSeen     atomic.Uint64                  // the number of the last discovery reconcile acted on
+	kept          keptAnswers                    // answers kept while a shape may be unread (mayBeUnread)
+	crdAccess     *permission                    // the CRD watch's: while denied, discovery is polled
+	hurryUntil    time.Time                      // discovery is asked every hurry until then: the CRD changed
+	every         time.Duration                  // discovery interval while the CRD watch starts, and after a failure
+	denied        time.Duration                  // discovery interval while the CRD may not be watched
+	idle          time.Duration                  // discovery interval while the CRD is watched and unchanged
+	hurry         time.Duration                  // discovery interval for a while after the CRD changes
 
 	discoErr     bool              // the last discovery failed (logged once)
 	servedAt     time.Time         // when discovery was last asked
@@ -130,6 +146,8 @@ type Controller struct {
 	statsMu   sync.Mutex
 	imports   map[string]int
 	endpoints int
+
+	why whyState // issue 43: why a name is empty, counts by source cluster (why.go)
 }
 
 const sliceByService = "service"
@@ -141,7 +159,7 @@ func New(dyn dynamic.Interface, imports ImportClient, kube kubernetes.Interface,
 	}
 	c := &Controller{
 		cfg:          cfg,
-		idx:          newIndex(cfg.Reverse),
+		idx:          newIndex(cfg.Reverse, cfg.ReverseEndpoints),
 		queue:        workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		imports:      map[string]int{},
 		dyn:          dyn,
@@ -247,9 +265,14 @@ func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.Shar
 		return s, nil
 	})
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.reportWrite(c.sliceReports, KindEndpointSlice, obj); c.enqueueSlice(obj) },
+		AddFunc: func(obj any) {
+			c.reportWrite(c.sliceReports, KindEndpointSlice, obj)
+			c.sliceChanged(nil, obj) // why.go: the cluster's last change
+			c.enqueueSlice(obj)
+		},
 		UpdateFunc: func(old, obj any) {
 			c.reportWrite(c.sliceReports, KindEndpointSlice, obj)
+			c.sliceChanged(old, obj) // why.go: the cluster's last change
 			c.enqueueSlice(old)
 			c.enqueueSlice(obj)
 		},
@@ -259,6 +282,7 @@ func (c *Controller) newSliceInformer(kube kubernetes.Interface) toolscache.Shar
 			if s, ok := tombstone(obj).(*Slice); ok {
 				c.budget.release(s.Namespace, s.Name)
 			}
+			c.sliceChanged(obj, nil) // why.go: the cluster's last change
 			c.enqueueSlice(obj)
 		},
 	})
@@ -384,7 +408,8 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 // Lookup returns the answers of the service "<name>.<namespace>", or nil.
 func (c *Controller) Lookup(nameDotNamespace string) *Service { return c.idx.get(nameDotNamespace) }
 
-// LookupIP returns the services whose ClusterSetIPs hold ip.
+// LookupIP returns the services named at ip in reverse zones: those whose
+// ClusterSetIPs hold it, and headless ones with a ready endpoint at it.
 func (c *Controller) LookupIP(ip netip.Addr) []*Service { return c.idx.lookupIP(ip) }
 
 // HasNamespace reports whether any service of the namespace has answers.

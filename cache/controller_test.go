@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,6 +206,33 @@ func (e *env) eventually(what string, f func() error) {
 			e.t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readLoop reads the service k in a loop until the returned function is
+// called; that returns how many reads missed its one address (no answer, or
+// not one address) and how many there were.
+func (e *env) readLoop(k string) func() (misses, reads int64) {
+	var m, r atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.Add(1)
+			if s := e.c.Lookup(k); s == nil || len(s.IPs()) != 1 {
+				m.Add(1)
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-done
+		return m.Load(), r.Load()
 	}
 }
 

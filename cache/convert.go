@@ -107,6 +107,7 @@ type rawImport struct {
 	ports               []rawPort
 	trafficDistribution *string
 	clusters            []string
+	slicesAbsent        bool // status.endpointSliceObjects: Absent (the spec shape has it)
 }
 
 // readShared validates the fields both shapes share and puts them in im,
@@ -194,6 +195,9 @@ func readShared(im *Import, raw rawImport, deny []netip.Prefix) {
 		im.Ports = append(im.Ports, np)
 	}
 	im.Ports = sharedPorts(im.Ports)
+	if im.Headless && raw.slicesAbsent {
+		im.addProblem(ReasonEndpointSlicesAbsent)
+	}
 }
 
 // readClusters keeps the clusters a headless import lists, the only ones
@@ -320,6 +324,11 @@ func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 		}
 		if len(e.Addrs) == 0 {
 			continue
+		}
+		// A zone is answered in a name (<zone>.pin._zone): one that is
+		// not a DNS label is kept as none.
+		if ep.Zone != nil && len(validation.IsDNS1123Label(strings.ToLower(*ep.Zone))) == 0 {
+			e.Zone = intern(strings.ToLower(*ep.Zone))
 		}
 		if ep.Hostname != nil && len(validation.IsDNS1123Label(*ep.Hostname)) == 0 {
 			e.Host = *ep.Hostname

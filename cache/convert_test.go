@@ -100,16 +100,18 @@ func TestSliceProblems(t *testing.T) {
 		eps      string
 		problems []string
 	}{
-		{"good", func(*discoveryv1.EndpointSlice) {}, "west", "[{10-0-0-1 [10.0.0.1]}]", nil},
+		{"good", func(*discoveryv1.EndpointSlice) {}, "west", "[{10-0-0-1  [10.0.0.1]}]", nil},
 		{"no cluster label", func(es *discoveryv1.EndpointSlice) { delete(es.Labels, LabelSourceCluster) }, "", "[]", []string{ReasonNoCluster}},
 		{"cluster not a DNS name", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelSourceCluster] = "West_1" }, "", "[]", []string{ReasonBadCluster}},
-		{"cluster with dots", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelSourceCluster] = "a.b.c" }, "a.b.c", "[{10-0-0-1 [10.0.0.1]}]", nil},
+		{"cluster with dots", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelSourceCluster] = "a.b.c" }, "a.b.c", "[{10-0-0-1  [10.0.0.1]}]", nil},
 		{"bad service name", func(es *discoveryv1.EndpointSlice) { es.Labels[LabelServiceName] = "a.b" }, "", "[]", []string{ReasonBadServiceName}},
 		{"FQDN", func(es *discoveryv1.EndpointSlice) { es.AddressType = discoveryv1.AddressTypeFQDN }, "", "[]", []string{ReasonAddressType}},
 		{"wrong family", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Addresses = []string{"fd00::1"} }, "west", "[]", []string{ReasonBadAddress}},
 		{"garbage address", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Addresses = []string{"x"} }, "west", "[]", []string{ReasonBadAddress}},
 		{"not ready", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Conditions.Ready = &ready }, "west", "[]", nil},
-		{"bad hostname falls back to IP", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Hostname = &bad }, "west", "[{10-0-0-1 [10.0.0.1]}]", nil},
+		{"bad hostname falls back to IP", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Hostname = &bad }, "west", "[{10-0-0-1  [10.0.0.1]}]", nil},
+		{"zone, lower-cased", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Zone = ptr("EU-West-1a") }, "west", "[{10-0-0-1 eu-west-1a [10.0.0.1]}]", nil},
+		{"zone not a DNS label: none", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Zone = ptr("eu_west") }, "west", "[{10-0-0-1  [10.0.0.1]}]", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := mcSlice("ns", "s", "svc", "west", "10.0.0.1")
@@ -122,7 +124,7 @@ func TestSliceProblems(t *testing.T) {
 	}
 	v6 := mcSlice("ns", "s", "svc", "west", "fd00::1:2")
 	v6.AddressType = discoveryv1.AddressTypeIPv6
-	if got := fmt.Sprint(sliceFrom(v6, nil).Endpoints); got != "[{fd00--1-2 [fd00::1:2]}]" {
+	if got := fmt.Sprint(sliceFrom(v6, nil).Endpoints); got != "[{fd00--1-2  [fd00::1:2]}]" {
 		t.Errorf("IPv6 endpoint name: %s", got)
 	}
 }

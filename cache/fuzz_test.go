@@ -48,14 +48,14 @@ func FuzzObjectToRecords(f *testing.F) {
 			}
 			return true
 		}
-		n, ok := normalize(im, []*Slice{s}, s.Cluster, proven)
+		n, ok := normalize(im, []*Slice{s}, s.Cluster, "", proven)
 		if !ok {
 			return
 		}
 		if im.Headless && listed != "" && !slices.Contains(strings.Split(strings.ToLower(listed), ","), s.Cluster) {
 			t.Fatalf("cluster %q, not among %q, answers", s.Cluster, listed)
 		}
-		svc := build(im, n, []string{"clusterset.local."}, 5)
+		svc := build(im, n, []string{"clusterset.local."}, 5, SelectByCluster|SelectByZone)
 		if !svc.Headless() {
 			checkClusterSetIPFields(t, svc)
 			for _, ip := range svc.IPs() {

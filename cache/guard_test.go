@@ -72,13 +72,13 @@ func TestSliceAddressesGuarded(t *testing.T) {
 	es := mcSlice("ns", "s", "svc", "west", "239.1.1.1", "255.255.255.255", "10.42.0.7", "127.0.0.1", "10.244.1.1")
 	es.Endpoints[2].Addresses = append(es.Endpoints[2].Addresses, "224.0.1.1")
 	s := sliceFrom(es, []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")})
-	if got := fmt.Sprint(s.Endpoints, s.Problems); got != "[{10-42-0-7 [10.42.0.7]}] "+
+	if got := fmt.Sprint(s.Endpoints, s.Problems); got != "[{10-42-0-7  [10.42.0.7]}] "+
 		"[multicast_address broadcast_address multicast_address loopback_address denied_address]" {
 		t.Errorf("got %s", got)
 	}
 	v6 := mcSlice("ns", "s6", "svc", "west", "::ffff:127.0.0.1", "ff02::1", "fd00::7")
 	v6.AddressType = discoveryv1.AddressTypeIPv6
-	if got := fmt.Sprint(sliceFrom(v6, nil).Endpoints, sliceFrom(v6, nil).Problems); got != "[{fd00--7 [fd00::7]}] [loopback_address multicast_address]" {
+	if got := fmt.Sprint(sliceFrom(v6, nil).Endpoints, sliceFrom(v6, nil).Problems); got != "[{fd00--7  [fd00::7]}] [loopback_address multicast_address]" {
 		t.Errorf("IPv6: %s", got)
 	}
 }

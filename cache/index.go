@@ -17,7 +17,8 @@ type index struct {
 
 	nsMu       sync.RWMutex
 	namespaces map[string]int            // services per namespace, for empty non-terminals
-	byIP       map[netip.Addr][]*Service // ClusterSetIP -> services, for reverse lookups; nil without them
+	byIP       map[netip.Addr][]*Service // ClusterSetIP or headless endpoint address -> services, for reverse lookups; nil without them
+	endpoints  bool                      // byIP holds headless services' endpoint addresses too
 }
 
 type shard struct {
@@ -25,10 +26,11 @@ type shard struct {
 	m  map[string]*Service
 }
 
-// newIndex makes an empty index; with reverse it also maps ClusterSetIPs to
-// their services, for PTR answers, which costs about 60 bytes a service.
-func newIndex(reverse bool) *index {
-	x := &index{namespaces: map[string]int{}}
+// newIndex makes an empty index; with reverse it also maps ClusterSetIPs
+// (and, with endpoints, the addresses of headless services' ready endpoints)
+// to their services, for PTR answers, which costs about 60 bytes an address.
+func newIndex(reverse, endpoints bool) *index {
+	x := &index{namespaces: map[string]int{}, endpoints: endpoints}
 	if reverse {
 		x.byIP = map[netip.Addr][]*Service{}
 	}
@@ -68,7 +70,7 @@ func (x *index) put(k string, svc *Service) *Service {
 	s.mu.Unlock()
 	x.nsMu.Lock()
 	if old != nil && x.byIP != nil {
-		for _, ip := range old.IPs() {
+		for _, ip := range x.reverseAddrs(old) {
 			x.byIP[ip] = slices.DeleteFunc(slices.Clone(x.byIP[ip]), func(o *Service) bool { return o == old })
 			if len(x.byIP[ip]) == 0 {
 				delete(x.byIP, ip)
@@ -76,7 +78,7 @@ func (x *index) put(k string, svc *Service) *Service {
 		}
 	}
 	if svc != nil && x.byIP != nil {
-		for _, ip := range svc.IPs() {
+		for _, ip := range x.reverseAddrs(svc) {
 			x.byIP[ip] = append(slices.Clone(x.byIP[ip]), svc)
 		}
 	}
@@ -99,7 +101,15 @@ func (x *index) put(k string, svc *Service) *Service {
 	return old
 }
 
-// lookupIP returns the services whose ClusterSetIPs hold ip.
+// reverseAddrs are the addresses svc is indexed at.
+func (x *index) reverseAddrs(svc *Service) []netip.Addr {
+	if x.endpoints {
+		return svc.ReverseAddrs()
+	}
+	return svc.IPs()
+}
+
+// lookupIP returns the services named at ip in reverse zones (ReverseAddrs).
 func (x *index) lookupIP(ip netip.Addr) []*Service {
 	x.nsMu.RLock()
 	defer x.nsMu.RUnlock()

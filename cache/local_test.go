@@ -85,11 +85,11 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			im, ss := headlessIn(tc.prefer, tc.clusters)
 			cfg := Config{ClusterID: tc.local}
-			n, ok := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), nil)
+			n, ok := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), cfg.LocalZone, nil)
 			if !ok {
 				t.Fatal("no answers")
 			}
-			z := build(im, n, []string{"clusterset.local."}, 5).Zone(0)
+			z := build(im, n, []string{"clusterset.local."}, 5, 0).Zone(0)
 			if got := rrTargets(z.Service.A); !slices.Equal(got, tc.wantA) {
 				t.Errorf("A %v, want %v", got, tc.wantA)
 			}
@@ -130,14 +130,14 @@ func TestBuildPrefersLocalCluster(t *testing.T) {
 func TestBuildWithoutPreferenceUnchanged(t *testing.T) {
 	both := map[string][]string{"east": {"10.1.0.1"}, "west": {"10.2.0.1", "10.2.0.2"}}
 	im, ss := headlessIn(false, both)
-	n0, _ := normalize(im, ss, "", nil)
-	want := build(im, n0, []string{"clusterset.local."}, 5).Zone(0)
+	n0, _ := normalize(im, ss, "", "", nil)
+	want := build(im, n0, []string{"clusterset.local."}, 5, 0).Zone(0)
 	for _, cfg := range []Config{{ClusterID: "east"}, {PreferLocal: true}, {}} {
-		n, _ := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), nil)
+		n, _ := normalize(im, ss, cfg.localFor(im, cfg.ClusterID), cfg.LocalZone, nil)
 		if !n.equal(n0) {
 			t.Errorf("%+v: inputs differ", cfg)
 		}
-		got := build(im, n, []string{"clusterset.local."}, 5).Zone(0)
+		got := build(im, n, []string{"clusterset.local."}, 5, 0).Zone(0)
 		if fmt.Sprint(got.Service) != fmt.Sprint(want.Service) || len(got.Sub) != len(want.Sub) {
 			t.Errorf("%+v: answers differ", cfg)
 		}

@@ -1,6 +1,11 @@
 package cache
 
-import "slices"
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
 
 // syncAll rebuilds every service known to any view, slice or answer, here
 // rather than through the queue: client-go's workqueue keeps a set of the
@@ -67,11 +72,12 @@ func (c *Controller) sync(k string) {
 				}
 				return
 			}
-			next = build(im, n, c.cfg.Zones, c.cfg.TTL)
+			next = build(im, n, c.cfg.Zones, c.cfg.TTL, c.cfg.Selectors)
 		}
 	} else {
 		c.own.prefer(k, false)
 	}
+	c.whyEmpty(k, im, next) // why.go: say why a headless name is empty
 	if prev == nil && next == nil {
 		return
 	}
@@ -90,7 +96,7 @@ func (c *Controller) normalize(k string, im *Import) (normalized, bool) {
 	local := c.cfg.localFor(im, c.localCluster())
 	proven, listed := c.own.prefer(k, local != "")
 	if !im.Headless {
-		return normalize(im, nil, local, proven)
+		return normalize(im, nil, local, "", proven)
 	}
 	var viewSlices []*Slice
 	objs, _ := c.slices.GetIndexer().ByIndex(sliceByService, k)
@@ -111,7 +117,7 @@ func (c *Controller) normalize(k string, im *Import) (normalized, bool) {
 			return ok
 		}
 	}
-	return normalize(im, viewSlices, local, proven)
+	return normalize(im, viewSlices, local, c.cfg.LocalZone, proven)
 }
 
 // answers reports whether the configuration answers the namespace: it is
@@ -139,7 +145,8 @@ func (c *Controller) reportUse(s *Slice, im *Import, reason string) {
 func (c *Controller) choose(k string, prev *Service) *Import {
 	var buf [4]viewImport // two shapes, each with a view in place and one starting
 	views := c.viewImports(k, buf[:0])
-	switch verdict, at := judgeLoss(views, prev); {
+	unread := c.mayBeUnread(k, views, prev)
+	switch verdict, at := judgeLoss(views, prev, unread); {
 	case verdict == lost && c.lossReported[k] != at:
 		c.lossReported[k] = at
 		ns, name := splitKey(k)
@@ -147,7 +154,83 @@ func (c *Controller) choose(k string, prev *Service) *Import {
 	case verdict == notLost:
 		delete(c.lossReported, k)
 	}
-	return chooseImport(views, prev)
+	return chooseImport(views, prev, unread)
+}
+
+// mayBeUnread reports whether a shape that no answering view reads may hold
+// the data of the service k, answered (prev) and now read empty by every
+// answering view: a view is starting, or discovery has not been asked and
+// answered since the service was first seen so (the data may have gone
+// through a version that has just started being served, which only
+// discovery tells). While it does the key stays in c.kept, so that the end
+// of the next discovery rebuilds it, and discovery is asked at once
+// (dataLeft). A discovery asked after the service was first seen so starts
+// a view of every shape it shows served: once none is starting, every shape
+// served is read by an answering view, and none holds the data.
+func (c *Controller) mayBeUnread(k string, views []viewImport, prev *Service) bool {
+	a := agree(views)
+	if prev == nil || !a.readEmpty() || a.views == len(c.shapes) {
+		// Data, a delete, or every shape read: the views decide.
+		c.kept.forget(k)
+		return false
+	}
+	since := c.kept.note(k, c.discoAsked.Load())
+	switch {
+	case a.starting > 0:
+		return true
+	case c.discoSeen.Load() > since:
+		c.kept.forget(k)
+		return false
+	case c.discoAsked.Load() <= since:
+		c.dataLeft()
+	}
+	return true
+}
+
+// keptAnswers are the services whose answer is kept while a shape may be
+// unread (mayBeUnread), each with the number of discoveries asked when it
+// was first kept. note and forget are sync's (under syncMu), keys the end
+// of a discovery's. A migration may keep many for a moment: the map is
+// dropped once empty, since a Go map never gives back the room it grew to.
+type keptAnswers struct {
+	mu       sync.Mutex
+	m        map[string]uint64
+	nonEmpty atomic.Bool // m is not empty: forget needs no lock on every rebuild otherwise
+}
+
+// note keeps k, asked being the discoveries asked now, and returns the
+// number it was first kept with.
+func (ka *keptAnswers) note(k string, asked uint64) uint64 {
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if n, ok := ka.m[k]; ok {
+		return n
+	}
+	if ka.m == nil {
+		ka.m = map[string]uint64{}
+	}
+	ka.m[k] = asked
+	ka.nonEmpty.Store(true)
+	return asked
+}
+
+func (ka *keptAnswers) forget(k string) {
+	if !ka.nonEmpty.Load() {
+		return
+	}
+	ka.mu.Lock()
+	delete(ka.m, k)
+	if len(ka.m) == 0 {
+		ka.m = nil
+		ka.nonEmpty.Store(false)
+	}
+	ka.mu.Unlock()
+}
+
+func (ka *keptAnswers) keys() []string {
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	return slices.Collect(maps.Keys(ka.m))
 }
 
 // viewImports appends to out what every view holds of the service k: the

@@ -170,16 +170,27 @@ func (c *Controller) pokeDiscovery(hurry bool) {
 	}
 }
 
-// dataLeft is told that an object's data left the shape a view reads while
-// the CRD may not be watched: rewritten into the other shape, perhaps
-// through a version that has just started being served, which only
-// discovery can tell. Discovery is asked at once, at most once per
-// hurryFor however many objects move, and without a hurry: the version
-// was served before anything could be written through it.
+// dataLeft is told that an answered object's data left every shape an
+// answering view reads (mayBeUnread): rewritten into a shape no view reads
+// yet, perhaps through a version that has just started being served, which
+// only discovery can tell, whether the CRD is watched or not (its event may
+// come later than the object's). Discovery is asked at once, at most once
+// per hurryFor however many objects move (a call within it asks at its
+// end, so that none waits for the next poll), and without a hurry: the
+// version was served before anything could be written through it.
 func (c *Controller) dataLeft() {
 	now := time.Now().UnixNano()
 	last := c.dataLeftAt.Load()
-	if time.Duration(now-last) < hurryFor || !c.dataLeftAt.CompareAndSwap(last, now) {
+	if wait := hurryFor - time.Duration(now-last); wait > 0 {
+		if c.dataLeftLater.CompareAndSwap(false, true) {
+			time.AfterFunc(wait, func() {
+				c.dataLeftLater.Store(false)
+				c.dataLeft()
+			})
+		}
+		return
+	}
+	if !c.dataLeftAt.CompareAndSwap(last, now) {
 		return
 	}
 	c.pokeDiscovery(false)
@@ -222,6 +233,7 @@ func (c *Controller) discover(ctx context.Context) map[string]bool {
 		return c.lastSeen
 	}
 	c.servedAt = time.Now()
+	asked := c.discoAsked.Add(1)
 	served, err := c.served(ctx)
 	if err != nil {
 		if !c.discoErr {
@@ -233,7 +245,7 @@ func (c *Controller) discover(ctx context.Context) map[string]bool {
 	if c.discoErr {
 		c.cfg.Log.Infof("discovery of %s works again", mcsv1beta1.GroupName)
 	}
-	c.discoErr, c.lastSeen = false, served
+	c.discoErr, c.lastSeen, c.discoAnswered = false, served, asked
 	return served
 }
 

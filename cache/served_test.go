@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,21 +103,14 @@ func TestControllerPollsWithoutCRDWatch(t *testing.T) {
 // Without the CRD's watch, an object that loses its data in the one view
 // read (rewritten into the other shape, through a version that has just
 // started being served) makes the controller ask discovery at once, not at
-// its next poll: the new shape's view starts and answers.
-func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
-	servedOnly = map[string]bool{V1beta1: true}
-	defer func() { servedOnly = nil }()
-	e := startWith(t, false, func(e *env) {
-		denyCRD(e)
-		e.deniedGap = time.Hour // no poll: only the rewrite can make it ask
-	}, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"))
+// its next poll (there is none): the new shape's view starts and answers.
+// Seen by a reader, the answer in use stays while the object reads empty in
+// the one view answering and v1alpha2 is not read yet; it moves to v1alpha2
+// once that view is in place. Not one read misses, and no loss is reported.
+func TestControllerKeepsAnswerWhileDataMovesToAShapeNotReadYet(t *testing.T) {
+	e := startDeniedV1beta1(t, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1")) // only the rewrite can make it ask
 	e.wantAddrs("web.demo", "10.0.0.1")
-	e.eventually("the refusal noticed", func() error {
-		if !e.c.crdAccess.deniedNow.Load() {
-			return fmt.Errorf("the CRD watch is not refused yet")
-		}
-		return nil
-	})
+	stop := e.readLoop("web.demo")
 	e.servedMu.Lock()
 	e.servedSet = map[string]bool{V1beta1: true, V1alpha2: true} // discovery only: no CRD event
 	e.servedMu.Unlock()
@@ -124,6 +118,111 @@ func TestControllerAsksWhenDataLeavesTheShapeWithoutCRDWatch(t *testing.T) {
 	e.apply(gvrBeta, beta("demo", "web", "6", ""))
 	e.wantViews("[v1alpha2 v1beta1]")
 	e.wantAddrs("web.demo", "10.0.0.2")
+	if misses, reads := stop(); misses > 0 {
+		t.Errorf("web.demo missing in %d of %d reads while its data moved to v1alpha2", misses, reads)
+	}
+	if n := e.skips(ReasonDataLost); n != 0 {
+		t.Errorf("data loss reported %d times, want none", n)
+	}
+}
+
+// An answered object that reads empty in the one view answering, with no
+// other shape served: its answer stays until discovery, asked at once, has
+// answered that nothing else is served (here discovery is held back), and
+// then goes, its data loss reported once. A delete, by contrast, takes the
+// answer at once, discovery or not.
+func TestControllerDropsEmptiedAnswerOnceDiscoverySaysNothingUnread(t *testing.T) {
+	e := startDeniedV1beta1(t, beta("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), // only the empty read makes it ask
+		beta("demo", "api", "5", "ClusterSetIP", "10.0.0.5"))
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.wantAddrs("api.demo", "10.0.0.5")
+
+	e.servedMu.Lock() // discovery waits
+	asked := e.c.discoAsked.Load()
+	e.apply(gvrBeta, beta("demo", "web", "6", ""))
+	e.apply(gvrBeta, beta("demo", "api", "6", ""))
+	e.eventually("discovery asked", func() error {
+		if e.c.discoAsked.Load() == asked {
+			return fmt.Errorf("discovery not asked")
+		}
+		return nil
+	})
+	e.remove(gvrBeta, "demo", "api")
+	e.wantAddrs("api.demo")
+	e.eventually("web.demo's empty read decided", func() error {
+		e.c.kept.mu.Lock()
+		defer e.c.kept.mu.Unlock()
+		if _, ok := e.c.kept.m["web.demo"]; !ok {
+			return fmt.Errorf("web.demo not kept yet")
+		}
+		return nil
+	})
+	e.haveAddrs("web.demo", "10.0.0.1")
+	if n := e.skips(ReasonDataLost); n != 0 {
+		t.Errorf("data loss reported %d times before discovery answered, want none", n)
+	}
+	e.servedMu.Unlock()
+
+	e.wantAddrs("web.demo")
+	e.eventually("data loss reported", func() error {
+		if n := e.skips(ReasonDataLost); n != 1 {
+			return fmt.Errorf("data loss reported %d times, want once", n)
+		}
+		return nil
+	})
+}
+
+// Data leaving a shape within hurryFor of the last poke asks discovery when
+// that while ends, once.
+func TestDataLeftAsksAgainAfterTheWhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &Controller{crdChanged: make(chan struct{}, 1)}
+		c.dataLeftAt.Store(time.Now().Add(-hurryFor + 200*time.Millisecond).UnixNano())
+		asked := func() bool {
+			synctest.Wait()
+			select {
+			case <-c.crdChanged:
+				return true
+			default:
+				return false
+			}
+		}
+		for range 10 {
+			c.dataLeft()
+		}
+		if asked() {
+			t.Fatal("asked within the while")
+		}
+		time.Sleep(200 * time.Millisecond) // the bubble's clock: the while ends
+		if !asked() {
+			t.Fatal("not asked when the while ended")
+		}
+		time.Sleep(time.Hour)
+		if asked() {
+			t.Fatal("asked twice")
+		}
+	})
+}
+
+// startDeniedV1beta1 starts a controller on objs with v1beta1 alone served,
+// the CRD's list and watch refused (the chart's RBAC) and no discovery poll
+// (only the controller's own reasons make it ask), and waits until the
+// refusal has been noticed.
+func startDeniedV1beta1(t *testing.T, objs ...runtime.Object) *env {
+	t.Helper()
+	servedOnly = map[string]bool{V1beta1: true}
+	t.Cleanup(func() { servedOnly = nil })
+	e := startWith(t, false, func(e *env) {
+		denyCRD(e)
+		e.deniedGap = time.Hour
+	}, objs...)
+	e.eventually("the refusal noticed", func() error {
+		if !e.c.crdAccess.deniedNow.Load() {
+			return fmt.Errorf("the CRD watch is not refused yet")
+		}
+		return nil
+	})
+	return e
 }
 
 // denyCRD refuses every list and watch of the CRD, as the official coredns

@@ -152,9 +152,10 @@ type Slice struct {
 }
 
 // Endpoint is one ready endpoint: its DNS label (hostname, or the IP with
-// separators turned into '-') and its addresses.
+// separators turned into '-'), its zone and its addresses.
 type Endpoint struct {
 	Host  string
+	Zone  string // the endpoint's topology zone, lower-case; "" when it has none
 	Addrs []netip.Addr
 }
 

@@ -76,13 +76,13 @@ func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
 			return nil, fmt.Errorf("unexpected object %T %v", o, gvk)
 		}
 	}
-	st := &Static{idx: newIndex(true), Synced: true, serial: 1}
+	st := &Static{idx: newIndex(true, true), Synced: true, serial: 1}
 	for k, im := range imports {
 		if !im.HasData {
 			continue
 		}
-		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID), nil); ok {
-			st.idx.put(k, build(im, n, zones, ttl))
+		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID), cfg.LocalZone, nil); ok {
+			st.idx.put(k, build(im, n, zones, ttl, SelectByCluster|SelectByZone))
 		}
 	}
 	return st, nil
@@ -108,7 +108,8 @@ func (s *Static) HasSynced() bool { return s.Synced }
 // Lookup returns the answers of the service "<name>.<namespace>", or nil.
 func (s *Static) Lookup(k string) *Service { return s.idx.get(k) }
 
-// LookupIP returns the services whose ClusterSetIPs hold ip.
+// LookupIP returns the services named at ip in reverse zones: those whose
+// ClusterSetIPs hold it, and headless ones with a ready endpoint at it.
 func (s *Static) LookupIP(ip netip.Addr) []*Service { return s.idx.lookupIP(ip) }
 
 // HasNamespace reports whether any service of the namespace has answers.

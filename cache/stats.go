@@ -8,6 +8,16 @@ import "time"
 type Stats struct {
 	Imports   map[string]int // services answered, by ServiceImport version
 	Endpoints int            // ready headless endpoint names
+	// EndpointsByCluster are the ready headless endpoint names answered, by
+	// source cluster: only clusters with some, at most MaxClusterSeries
+	// (the rest under OtherClusters). They add up to Endpoints.
+	EndpointsByCluster map[string]int
+	// ClusterChanged is when an EndpointSlice of each source cluster was
+	// last seen added, changed or deleted (by this process: its first list
+	// counts as a change): only clusters with slices in the namespaces
+	// answered, at most MaxClusterSeries (the rest, under OtherClusters, at
+	// the latest of their times).
+	ClusterChanged map[string]time.Time
 }
 
 // Serial is the SOA serial: it moves forward whenever an answer changes.
@@ -41,19 +51,25 @@ func (c *Controller) account(s *Service, d int) {
 	c.statsMu.Lock()
 	c.imports[s.Version()] += d
 	c.endpoints += d * s.Endpoints()
+	c.accountClusters(s, d)
 	c.statsMu.Unlock()
 }
 
-// publishStats hands the counts to OnStats.
+// publishStats hands the counts to OnStats, one call at a time: sync and
+// the EndpointSlice informer's handler (sliceChanged) both publish, and a
+// count taken first is handed over first.
 func (c *Controller) publishStats() {
 	if c.cfg.OnStats == nil {
 		return
 	}
+	c.why.pubMu.Lock()
+	defer c.why.pubMu.Unlock()
 	c.statsMu.Lock()
 	st := Stats{Imports: map[string]int{}, Endpoints: c.endpoints}
 	for _, v := range Versions {
 		st.Imports[v] = c.imports[v]
 	}
+	c.clusterStats(&st)
 	c.statsMu.Unlock()
 	c.cfg.OnStats(st)
 }

@@ -153,7 +153,7 @@ var typedVersions = map[string]*typedVersion{
 		for i, c := range si.Clusters {
 			clusters[i] = c.Cluster
 		}
-		return rawImport{string(si.Type), si.IPs, ports, si.TrafficDistribution, clusters}
+		return rawImport{string(si.Type), si.IPs, ports, si.TrafficDistribution, clusters, false}
 	}),
 	V1beta1: newTypedVersion(V1beta1, func(si *mcsv1beta1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
@@ -164,7 +164,8 @@ var typedVersions = map[string]*typedVersion{
 		for i, c := range si.Status.Clusters {
 			clusters[i] = c.Cluster
 		}
-		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters}
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters,
+			si.Status.EndpointSliceObjects == mcsv1beta1.EndpointSliceObjectsAbsent}
 	}),
 	V1alpha1: newTypedVersion(V1alpha1, func(si *mcsv1alpha1.ServiceImport) rawImport {
 		ports := make([]rawPort, len(si.Spec.Ports))
@@ -175,7 +176,8 @@ var typedVersions = map[string]*typedVersion{
 		for i, c := range si.Status.Clusters {
 			clusters[i] = c.Cluster
 		}
-		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters}
+		return rawImport{string(si.Spec.Type), si.Spec.IPs, ports, si.Spec.TrafficDistribution, clusters,
+			si.Status.EndpointSliceObjects == mcsv1alpha1.EndpointSliceObjectsAbsent}
 	}),
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,23 +92,7 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 	e.wantAddrs("web.demo", "10.0.0.1")
 	e.wantViews("[v1alpha1]")
 
-	var misses, reads atomic.Int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			reads.Add(1)
-			if s := e.c.Lookup("web.demo"); s == nil || len(s.IPs()) != 1 {
-				misses.Add(1)
-			}
-		}
-	}()
+	stop := e.readLoop("web.demo")
 	serial := e.c.Serial()
 	e.serve(V1alpha1, V1beta1)
 	e.wantViews("[v1beta1]")
@@ -130,14 +113,13 @@ func TestControllerMovesFromV1alpha1ToV1beta1(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	<-done
+	misses, reads := stop()
 	if got := fmt.Sprint(e.c.activeVersions()); got != "[v1beta1]" {
 		t.Errorf("views %s, want [v1beta1]", got)
 	}
 	e.haveAddrs("web.demo", "10.0.0.1")
-	if misses.Load() > 0 {
-		t.Errorf("web.demo missing in %d of %d reads while the view moved", misses.Load(), reads.Load())
+	if misses > 0 {
+		t.Errorf("web.demo missing in %d of %d reads while the view moved", misses, reads)
 	}
 	if e.c.Serial() != serial {
 		t.Errorf("serial moved from %d to %d although no answer changed", serial, e.c.Serial())

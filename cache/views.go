@@ -59,9 +59,6 @@ func (c *Controller) newView(sh *shape, version string) *view {
 			} else {
 				c.reportWrite(sh.reported, kind, cur)
 			}
-			if old != nil && old.HasData && cur != nil && !cur.HasData && c.crdAccess.deniedNow.Load() {
-				c.dataLeft()
-			}
 			c.enqueue(k)
 		})
 	r := toolscache.NewReflectorWithOptions(lw, tv.example, imports, toolscache.ReflectorOptions{Name: kind, TypeDescription: kind})
@@ -137,6 +134,14 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		c.views = views // readers hold the old slice
 	}
 	c.viewsMu.Unlock()
+	if n := c.discoAnswered; n > c.discoSeen.Load() {
+		// The views match what this discovery said: the answers kept
+		// while a shape might be unread are decided again.
+		c.discoSeen.Store(n)
+		for _, k := range c.kept.keys() {
+			c.enqueue(k)
+		}
+	}
 	c.noteServed(served, read)
 	if changed && c.live.Load() {
 		c.syncAll()

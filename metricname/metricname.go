@@ -30,6 +30,8 @@ const (
 	SkippedObjectsName  = "skipped_objects_total"
 	SyncedName          = "synced"
 	HeadlessAnswersName = "headless_answers_total"
+
+	ClusterLastChangeName = "cluster_last_change_timestamp_seconds"
 )
 
 // The plugin's metrics' full names, for queries.
@@ -39,7 +41,8 @@ const (
 	// ServiceImports is the number of services answered, by the Version of
 	// the ServiceImport their answers come from.
 	ServiceImports = prefix + ServiceImportsName
-	// Endpoints is the number of ready headless endpoint names answered.
+	// Endpoints is the number of ready headless endpoint names answered, by
+	// the Cluster they come from: a series only for clusters with some.
 	Endpoints = prefix + EndpointsName
 	// UnreadVersions is 1 for a Version the API server serves whose shape the
 	// configuration reads through no version, else 0.
@@ -53,10 +56,15 @@ const (
 	// HeadlessAnswers counts answers at a headless service's name and port
 	// names, by Scope: the local cluster's endpoints only, or every cluster's.
 	HeadlessAnswers = prefix + HeadlessAnswersName
+	// ClusterLastChange is when an EndpointSlice of each source Cluster was
+	// last seen added, changed or deleted, in seconds since the epoch: a
+	// series only for clusters with EndpointSlices. The plugin's first list
+	// counts as a change.
+	ClusterLastChange = prefix + ClusterLastChangeName
 )
 
 // Full lists the plugin's metrics' full names.
-var Full = []string{Responses, ServiceImports, Endpoints, UnreadVersions, SkippedObjects, Synced, HeadlessAnswers}
+var Full = []string{Responses, ServiceImports, Endpoints, UnreadVersions, SkippedObjects, Synced, HeadlessAnswers, ClusterLastChange}
 
 // Labels of the plugin's metrics.
 const (
@@ -66,7 +74,13 @@ const (
 	Kind    = "kind"    // SkippedObjects: ServiceImport or EndpointSlice
 	Reason  = "reason"  // SkippedObjects: why it was left out
 	Scope   = "scope"   // HeadlessAnswers: ScopeLocal or ScopeClusterset
+	Cluster = "cluster" // Endpoints, ClusterLastChange: a source cluster's ID, or OtherClusters
 )
+
+// OtherClusters is the Cluster label of the clusters past the most the
+// plugin exports apart (cache.MaxClusterSeries), together: no cluster ID
+// has an underscore.
+const OtherClusters = "_other"
 
 // Values of the Scope label.
 const (

@@ -122,7 +122,11 @@ func build() (dashboard.Dashboard, error) {
 		WithPanel(series("Services answered, by ServiceImport version", "Which ServiceImport version answers each service? During a migration between shapes one line falls as the other rises.", "none",
 			query(fmt.Sprintf("max by (%s) (%s)", m.Version, sel(m.ServiceImports)), "{{"+m.Version+"}}")).Min(0)).
 		WithPanel(series("Ready headless endpoints", "How many ready endpoint names of headless services does the plugin answer?", "none",
-			query(fmt.Sprintf("max(%s)", sel(m.Endpoints)), "endpoints")).Min(0)).
+			query(fmt.Sprintf("max(sum by (job, instance) (%s))", sel(m.Endpoints)), "endpoints")).Min(0)).
+		WithPanel(series("Ready headless endpoints, by source cluster", "How many ready endpoint names does each source cluster give the headless services answered? A cluster that falls to nothing has lost its EndpointSlices or their ready endpoints.", "none",
+			query(fmt.Sprintf("max by (%s) (%s)", m.Cluster, sel(m.Endpoints)), "{{"+m.Cluster+"}}")).Min(0)).
+		WithPanel(series("Time since each source cluster's last EndpointSlice change", "How long ago did each source cluster's EndpointSlices last change? One that stays far above the others may have stopped syncing (a replica's first list counts as a change).", "s",
+			query(fmt.Sprintf("time() - max by (%s) (%s)", m.Cluster, sel(m.ClusterLastChange)), "{{"+m.Cluster+"}}")).Min(0)).
 		WithPanel(series("Skipped objects, by kind and reason", "Which ServiceImports and EndpointSlices are unusable, and why? The log names each object.", "none",
 			query(fmt.Sprintf("max by (%s, %s) (increase(%s[$__rate_interval]))", m.Kind, m.Reason, sel(m.SkippedObjects)), "{{"+m.Kind+"}}: {{"+m.Reason+"}}")).Min(0).Span(24))
 
