@@ -14,7 +14,7 @@ COPY . .
 # The Makefile's `coredns` target, as hack/image.sh runs it too (golang's
 # image has make).
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH make coredns BIN=/out/coredns
+    GOOS=$TARGETOS GOARCH=$TARGETARCH make coredns in-place BIN=/out/coredns IN_PLACE=/out/in-place
 # Port 53 is privileged: with this file capability user 65532 may bind it
 # wherever the runtime keeps NET_BIND_SERVICE in the bounding set
 # (deploy/deployment.yaml adds it after dropping ALL). As upstream CoreDNS's image.
@@ -27,6 +27,8 @@ LABEL org.opencontainers.image.title="coredns-multicluster" \
       org.opencontainers.image.source="https://github.com/clustersetdns/multicluster"
 # BuildKit sets owner and mode first, then copies the xattrs: the capability stays.
 COPY --from=build --chown=65532:65532 --chmod=0755 /out/coredns /coredns
+# The in-place command, which the Jobs of deploy/in-place run.
+COPY --from=build --chown=65532:65532 --chmod=0755 /out/in-place /in-place
 USER 65532:65532
 # distroless's nonroot variant works in /home/nonroot; CoreDNS's relative
 # paths (the default -conf Corefile) start at / as in the engine-less image.

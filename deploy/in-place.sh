@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Adds the multicluster plugin to the cluster's own CoreDNS (kubeadm's layout
-# by default), or takes it out again. A thin wrapper: it builds cmd/in-place
-# of this repository and runs it from the directory it was called from.
+# by default), or takes it out again. A thin wrapper for those with a
+# checkout and Go: it builds cmd/in-place of this repository and runs it from
+# the directory it was called from. deploy/in-place/install.yaml and
+# uninstall.yaml run the same command as a Job, from the project's image.
 set -euo pipefail
 
 usage() {
@@ -10,26 +12,31 @@ usage: deploy/in-place.sh install --image IMAGE [flags]
        deploy/in-place.sh uninstall [--force] [flags]
        deploy/in-place.sh corefile [--zone ZONE] < Corefile > Corefile.new
 
-install    adds to the ClusterRole system:coredns the rules of deploy/rbac.yaml it
-           lacks, sets the coredns container's image to IMAGE (CoreDNS built with
-           the multicluster plugin: make image) and waits for the rollout, then adds
-           "multicluster clusterset.local" before the kubernetes directive of the
-           Corefile (ConfigMap coredns). The originals are kept in the ConfigMap
+install    binds the rules of deploy/rbac.yaml to CoreDNS's ServiceAccount in a
+           ClusterRole and ClusterRoleBinding of their own
+           (coredns-multicluster-in-place; system:coredns is not touched), sets the
+           coredns container's image to IMAGE (CoreDNS built with the multicluster
+           plugin) and waits for the rollout, then adds "multicluster
+           clusterset.local" before the kubernetes directive of the Corefile
+           (ConfigMap coredns). The originals are kept in the ConfigMap
            coredns-multicluster-in-place. Run again, it only sets the image.
-uninstall  restores the Corefile, the image and the rules, in that order; refuses
-           when one of them changed since install (--force restores anyway).
+uninstall  restores the Corefile and the image, then deletes the ClusterRole and
+           ClusterRoleBinding; refuses when the Corefile or the image changed since
+           install (--force restores anyway).
 corefile   offline: prints the edited Corefile of stdin (exit 2 and the reason
            on stderr when it will not edit it), for Helm or k3s installs.
 
 flags (kubeadm's defaults):
   --kubeconfig FILE --context NAME   as kubectl (default: $KUBECONFIG, ~/.kube/config)
   --namespace kube-system --configmap coredns --key Corefile
-  --deployment coredns --container coredns --clusterrole system:coredns
+  --deployment coredns --container coredns
   --zone clusterset.local
   --dry-run          print what would change, change nothing
   --wait 5m          how long to wait for the rollout (0: do not wait)
 
-needs: go (the version in go.mod). See deploy/README.md.
+needs: go (the version in go.mod). Without Go or a checkout, the Jobs of
+deploy/in-place/ run the same command in the cluster from the image:
+  kubectl apply -f deploy/in-place/install.yaml. See deploy/README.md.
 USAGE
 }
 

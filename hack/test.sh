@@ -10,7 +10,12 @@
 #     hack/realenv/build.sh into .cache/bin, about 20 minutes the first time on
 #     2 cores, reused afterwards), the project's CoreDNS, dig, and stock
 #     CoreDNS v1.15.0 (hack/stock.sh, built once into .cache/bench, about 5
-#     CPU-minutes) for the parity check against it (TestParityWithStock).
+#     CPU-minutes) for the parity check against it (TestParityWithStock);
+#   - the one-node cluster (hack/cluster.sh up; its first start builds its
+#     images and, with the other binaries, kubelet, kube-proxy,
+#     kube-controller-manager and kube-scheduler) and the tests that run in it
+#     (test/e2e/cluster), then hack/cluster.sh down, and a check that it left
+#     nothing on the machine.
 # No test may be skipped: it exports MULTICLUSTER_NO_SKIP=1, under which a
 # test that lacks a tool, privilege or binary fails, saying which, rather than
 # skipping (missing, in test/e2e/helpers_test.go); and it fails when a go test log
@@ -177,7 +182,7 @@ step "alerting rules (promtool check rules, promtool test rules)"
 
 # Before the unit tests: cmd/in-place checks its rules against kubeadm's own
 # ClusterRole, which this build renders (.cache/bin/kubeadm-coredns.yaml).
-step "kube-apiserver, etcd and kubectl (hack/realenv/build.sh)"
+step "etcd and the Kubernetes binaries (hack/realenv/build.sh)"
 t0=$SECONDS
 realenv_ok=true
 hack/realenv/build.sh || { realenv_ok=false; fail "hack/realenv/build.sh"; }
@@ -223,7 +228,47 @@ echo "($((SECONDS - t0))s)"
 
 if $coredns_ok && $realenv_ok; then
 	E2E_COREDNS=$top/.cache/coredns-e2e-race E2E_IMAGE_TAR=$image_tar E2E_STOCK_COREDNS=$stock \
-		gotest e2e test/e2e -count=1 -v -timeout 20m ./...
+		gotest e2e test/e2e -count=1 -v -timeout 20m $(cd test/e2e && go list ./... | grep -v /cluster$)
+fi
+
+# What a cluster could leave on this machine: processes, mounts, network
+# namespaces, links, iptables and nftables rules, cgroups.
+machine_state() {
+	{ ps -eo args= | grep -E '^[^ ]*(etcd|kube-[a-z-]+|kubelet|containerd|containerd-shim[^ ]*) ' | grep -v grep | sort; } || true
+	findmnt -rn -o TARGET | sort || true
+	ip netns list 2>/dev/null | sort || true
+	ip -o link show | awk -F': ' '{print $2}' | sort || true
+	{ iptables-save 2>/dev/null | grep -v '^[#:]' | sort; } || true
+	nft list ruleset 2>/dev/null || true
+	ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true
+}
+
+# The one-node cluster of upstream parts (hack/cluster.sh): the in-place
+# Jobs, pods that resolve through the cluster DNS Service. Then it is taken
+# down, and nothing may be left.
+if $realenv_ok; then
+	step "the one-node cluster (hack/cluster.sh up)"
+	t0=$SECONDS
+	state_before=$(machine_state)
+	if up=$(hack/cluster.sh up 2>"$logs/cluster-up.log"); then
+		tail -3 "$logs/cluster-up.log"
+		echo "($((SECONDS - t0))s)"
+		E2E_CLUSTER_KUBECONFIG=${up##*KUBECONFIG=} gotest cluster test/e2e -count=1 -v -timeout 40m ./cluster/
+	else
+		cat "$logs/cluster-up.log"
+		fail "hack/cluster.sh up (log: $logs/cluster-up.log)"
+	fi
+	step "hack/cluster.sh down, and nothing left behind"
+	hack/cluster.sh down || fail "hack/cluster.sh down"
+	# Only what is there now and was not before counts: a process of the
+	# end-to-end tests may still have been ending when the first was taken.
+	left=$(comm -13 <(echo "$state_before" | sort) <(machine_state | sort))
+	if [ -n "$left" ]; then
+		echo "$left"
+		fail "hack/cluster.sh down left the lines above"
+	else
+		echo "nothing left: processes, mounts, network namespaces, links, iptables and nftables rules, cgroups"
+	fi
 fi
 
 step "summary ($((SECONDS - start))s)"

@@ -103,9 +103,18 @@ func TestEditCorefileChanges(t *testing.T) {
 		{file: "cilium-kubeadm", zone: "clusterset.local", changed: true, converted: true, reload: true, line: 7, notes: 1, block: ".:53",
 			from: "    ready\n    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {\n       multicluster clusterset.local\n       pods insecure\n",
 			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"},
-		{file: "k3s", zone: "clusterset.local", changed: true, reload: true, line: 5, notes: 2, block: ".:53",
-			from: "    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n",
-			to:   "    ready\n    multicluster clusterset.local\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"},
+		// No block on port 53: the DNS Service sends 53 to this one.
+		{file: "other-port", zone: "clusterset.local", changed: true, reload: true, line: 2, block: ".:5353",
+			from: ".:5353 {\n    kubernetes",
+			to:   ".:5353 {\n    multicluster clusterset.local\n    kubernetes"},
+		// Port 53 wins over another port.
+		{file: "prefer-53", zone: "clusterset.local", changed: true, reload: true, line: 7, block: ".:53",
+			from: "    forward . /etc/resolv.conf\n}\n\n.:53 {\n    kubernetes",
+			to:   "    forward . /etc/resolv.conf\n}\n\n.:53 {\n    multicluster clusterset.local\n    kubernetes"},
+		// Imports from a folder other than custom/ are no platform's: noted, edited.
+		{file: "import-other-dir", zone: "clusterset.local", changed: true, reload: true, line: 2, notes: 2, block: ".:53",
+			from: ".:53 {\n    kubernetes",
+			to:   ".:53 {\n    multicluster clusterset.local\n    kubernetes"},
 		// The plugin is there already, placed by hand: nothing to do.
 		{file: "mcs-api-external", zone: "clusterset.local", reload: true, line: 6, block: ".:53"},
 		// Tabs, and a comment on the kubernetes line, which stays.

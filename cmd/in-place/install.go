@@ -1,12 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,16 +19,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/miekg/dns"
 )
 
 // stateName is the ConfigMap, in the CoreDNS namespace, that keeps what
-// uninstall needs: the originals and what install wrote.
+// uninstall needs: the originals and what install wrote. The ClusterRole and
+// ClusterRoleBinding that grant CoreDNS the plugin's rules have that name too.
 const stateName = "coredns-multicluster-in-place"
 
-var stateLabels = map[string]string{
-	"app.kubernetes.io/name":       "coredns-multicluster",
-	"app.kubernetes.io/component":  "in-place-state",
-	"app.kubernetes.io/managed-by": "coredns-multicluster-in-place",
+const managedBy = "app.kubernetes.io/managed-by"
+
+// ourLabels are the labels of the objects install creates.
+func ourLabels(component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":      "coredns-multicluster",
+		"app.kubernetes.io/component": component,
+		managedBy:                     stateName,
+	}
 }
 
 // options are the command's flags.
@@ -37,103 +46,102 @@ type options struct {
 	key         string // the ConfigMap key that holds the Corefile
 	deployment  string
 	container   string
-	clusterRole string
 	zone        string
 	image       string // install only
+	imageOfPod  string // install only: take image from this pod's first container
 	force       bool   // uninstall only
 	dryRun      bool
 	wait        time.Duration // how long to wait for the Deployment's rollout; 0: do not wait
+	waitAnswers bool          // install: wait until every pod answers the zone
 	out, errOut io.Writer
 }
 
 // state is the content of the state ConfigMap.
 type state struct {
-	ConfigMap, Key, Deployment, Container, ClusterRole, Zone string
-	CorefileOriginal, CorefileInstalled                      string
-	ImageOriginal, ImageInstalled                            string
-	RulesOriginal, RulesInstalled                            []rbacv1.PolicyRule
+	ConfigMap, Key, Deployment, Container, Zone string
+	ServiceAccount                              string // bound to the ClusterRole
+	CorefileOriginal, CorefileInstalled         string
+	ImageOriginal, ImageInstalled               string
 }
 
-func (s *state) toData() (map[string]string, error) {
-	ro, err := json.MarshalIndent(s.RulesOriginal, "", "  ")
-	if err != nil {
-		return nil, err
+// fields are the state's fields under their keys in the ConfigMap.
+func (s *state) fields() map[string]*string {
+	return map[string]*string{
+		"configmap": &s.ConfigMap, "key": &s.Key, "deployment": &s.Deployment, "container": &s.Container,
+		"zone": &s.Zone, "serviceaccount": &s.ServiceAccount,
+		"corefile.original": &s.CorefileOriginal, "corefile.installed": &s.CorefileInstalled,
+		"image.original": &s.ImageOriginal, "image.installed": &s.ImageInstalled,
 	}
-	ri, err := json.MarshalIndent(s.RulesInstalled, "", "  ")
-	if err != nil {
-		return nil, err
+}
+
+func (s *state) toData() map[string]string {
+	d := map[string]string{}
+	for k, v := range s.fields() {
+		d[k] = *v
 	}
-	return map[string]string{
-		"configmap":          s.ConfigMap,
-		"key":                s.Key,
-		"deployment":         s.Deployment,
-		"container":          s.Container,
-		"clusterrole":        s.ClusterRole,
-		"zone":               s.Zone,
-		"corefile.original":  s.CorefileOriginal,
-		"corefile.installed": s.CorefileInstalled,
-		"image.original":     s.ImageOriginal,
-		"image.installed":    s.ImageInstalled,
-		"rules.original":     string(ro),
-		"rules.installed":    string(ri),
-	}, nil
+	return d
 }
 
 func stateFromData(d map[string]string) (*state, error) {
-	s := &state{
-		ConfigMap: d["configmap"], Key: d["key"], Deployment: d["deployment"], Container: d["container"],
-		ClusterRole: d["clusterrole"], Zone: d["zone"],
-		CorefileOriginal: d["corefile.original"], CorefileInstalled: d["corefile.installed"],
-		ImageOriginal: d["image.original"], ImageInstalled: d["image.installed"],
+	_, oldRules := d["rules.original"]
+	if _, ok := d["serviceaccount"]; !ok && oldRules {
+		return nil, refuse("configmap/%s was written by an older in-place, which added the plugin's rules to CoreDNS's ClusterRole (system:coredns): restore that ClusterRole's rules by hand (they are in the key rules.original) or uninstall with that older version, then delete configmap/%s", stateName, stateName)
 	}
-	for _, k := range []string{"configmap", "key", "deployment", "container", "clusterrole", "zone", "corefile.original", "corefile.installed", "image.original", "image.installed", "rules.original", "rules.installed"} {
-		if _, ok := d[k]; !ok {
+	s := &state{}
+	for k, v := range s.fields() {
+		var ok bool
+		if *v, ok = d[k]; !ok {
 			return nil, fmt.Errorf("configmap/%s lacks the key %q; it was not written by this command", stateName, k)
 		}
-	}
-	if err := json.Unmarshal([]byte(d["rules.original"]), &s.RulesOriginal); err != nil {
-		return nil, fmt.Errorf("configmap/%s: rules.original: %w", stateName, err)
-	}
-	if err := json.Unmarshal([]byte(d["rules.installed"]), &s.RulesInstalled); err != nil {
-		return nil, fmt.Errorf("configmap/%s: rules.installed: %w", stateName, err)
 	}
 	return s, nil
 }
 
-// objects are the three objects the command edits.
+// objects are the objects of CoreDNS the command edits.
 type objects struct {
-	cm   *corev1.ConfigMap
-	dep  *appsv1.Deployment
-	ci   int // index of the container in dep
-	role *rbacv1.ClusterRole
+	cm  *corev1.ConfigMap
+	dep *appsv1.Deployment
+	ci  int // index of the container in dep
 }
 
 func (o *objects) image() string { return o.dep.Spec.Template.Spec.Containers[o.ci].Image }
 
-func get(ctx context.Context, c kubernetes.Interface, ns, cm, dep, container, role string) (*objects, error) {
+// serviceAccount is the ServiceAccount CoreDNS's pods run as.
+func (o *objects) serviceAccount() string {
+	if sa := o.dep.Spec.Template.Spec.ServiceAccountName; sa != "" {
+		return sa
+	}
+	return "default"
+}
+
+// get reads the ConfigMap and Deployment of CoreDNS that opts name, and the
+// Corefile; hint is what the error of a missing key suggests.
+func get(ctx context.Context, c kubernetes.Interface, opts *options, hint string) (*objects, string, error) {
+	ns := opts.namespace
 	var o objects
 	var err error
-	if o.cm, err = c.CoreV1().ConfigMaps(ns).Get(ctx, cm, metav1.GetOptions{}); err != nil {
-		return nil, fmt.Errorf("configmap %s/%s: %w", ns, cm, err)
+	if o.cm, err = c.CoreV1().ConfigMaps(ns).Get(ctx, opts.configMap, metav1.GetOptions{}); err != nil {
+		return nil, "", fmt.Errorf("configmap %s/%s: %w", ns, opts.configMap, err)
 	}
-	if o.dep, err = c.AppsV1().Deployments(ns).Get(ctx, dep, metav1.GetOptions{}); err != nil {
-		return nil, fmt.Errorf("deployment %s/%s: %w", ns, dep, err)
+	if o.dep, err = c.AppsV1().Deployments(ns).Get(ctx, opts.deployment, metav1.GetOptions{}); err != nil {
+		return nil, "", fmt.Errorf("deployment %s/%s: %w", ns, opts.deployment, err)
 	}
 	var names []string
 	o.ci = -1
 	for i, ct := range o.dep.Spec.Template.Spec.Containers {
 		names = append(names, ct.Name)
-		if ct.Name == container {
+		if ct.Name == opts.container {
 			o.ci = i
 		}
 	}
 	if o.ci < 0 {
-		return nil, fmt.Errorf("deployment %s/%s has no container %q (it has %s); use --container", ns, dep, container, strings.Join(names, ", "))
+		return nil, "", fmt.Errorf("deployment %s/%s has no container %q (it has %s); use --container", ns, opts.deployment, opts.container, strings.Join(names, ", "))
 	}
-	if o.role, err = c.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
-		return nil, fmt.Errorf("clusterrole %s: %w", role, err)
+	corefile, ok := o.cm.Data[opts.key]
+	if !ok {
+		return nil, "", fmt.Errorf("configmap %s/%s has no key %q%s", ns, opts.configMap, opts.key, hint)
 	}
-	return &o, nil
+	return &o, corefile, nil
 }
 
 func getState(ctx context.Context, c kubernetes.Interface, ns string) (*corev1.ConfigMap, *state, error) {
@@ -146,6 +154,44 @@ func getState(ctx context.Context, c kubernetes.Interface, ns string) (*corev1.C
 	}
 	s, err := stateFromData(cm.Data)
 	return cm, s, err
+}
+
+// rbac are our ClusterRole and ClusterRoleBinding, nil where not found.
+type rbac struct {
+	role    *rbacv1.ClusterRole
+	binding *rbacv1.ClusterRoleBinding
+}
+
+// getRBAC reads our ClusterRole and ClusterRoleBinding.
+func getRBAC(ctx context.Context, c kubernetes.Interface, p printer, mustBeOurs bool) (r rbac, err error) {
+	role, err := c.RbacV1().ClusterRoles().Get(ctx, stateName, metav1.GetOptions{})
+	if r.role, err = ours(role, err, "clusterrole", p, mustBeOurs); err != nil {
+		return r, err
+	}
+	binding, err := c.RbacV1().ClusterRoleBindings().Get(ctx, stateName, metav1.GetOptions{})
+	r.binding, err = ours(binding, err, "clusterrolebinding", p, mustBeOurs)
+	return r, err
+}
+
+// ours is obj, what a Get of one of our objects returned with err, or nil
+// when it is not found or not ours (without our managed-by label): then
+// refused with mustBeOurs, else left out with a warning.
+func ours[T metav1.Object](obj T, err error, kind string, p printer, mustBeOurs bool) (T, error) {
+	var none T
+	if apierrors.IsNotFound(err) {
+		return none, nil
+	} else if err != nil {
+		return none, fmt.Errorf("%s %s: %w", kind, stateName, err)
+	}
+	if obj.GetLabels()[managedBy] == stateName {
+		return obj, nil
+	}
+	msg := fmt.Sprintf("%s.rbac.authorization.k8s.io/%s exists without the label %s=%s: it is not ours", kind, stateName, managedBy, stateName)
+	if mustBeOurs {
+		return none, refuse("%s; delete or rename it first", msg)
+	}
+	p.warn("%s; left as it is", msg)
+	return none, nil
 }
 
 type printer struct {
@@ -164,14 +210,52 @@ func (p printer) warn(format string, args ...any) {
 	fmt.Fprintf(p.o.errOut, "warning: "+format+"\n", args...)
 }
 
-// install adds the multicluster plugin to the cluster's CoreDNS: rules, then
-// image, then Corefile, so that each state in between works with the old
-// image and the new one. Run again, it sets the image only (and finishes an
-// install that was interrupted); the saved originals stay.
+// write makes one change to the cluster, unless in a dry run; its error
+// names what it changes.
+func (o *options) write(what string, change func() error) error {
+	if o.dryRun {
+		return nil
+	}
+	if err := change(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// result is the error of a call's results, for write.
+func result(_ any, err error) error { return err }
+
+// gone is err but for NotFound: a deletion finds the object gone.
+func gone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// install adds the multicluster plugin to the cluster's CoreDNS: the rules
+// (a ClusterRole and ClusterRoleBinding of our own, which kubeadm upgrade
+// leaves alone), then the image, then the Corefile, so that each state in
+// between works with the old image and the new one. Run again, it sets the
+// image and the binding's subject only (and finishes an install that was
+// interrupted); the saved originals stay.
 func install(ctx context.Context, c kubernetes.Interface, o *options) error {
 	p := printer{o}
+	if o.imageOfPod != "" {
+		pod, err := c.CoreV1().Pods(o.namespace).Get(ctx, o.imageOfPod, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("pod %s/%s: %w", o.namespace, o.imageOfPod, err)
+		}
+		if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image == "" {
+			return fmt.Errorf("pod %s/%s has no container with an image", o.namespace, o.imageOfPod)
+		}
+		oo := *o
+		oo.image = pod.Spec.Containers[0].Image
+		o, p = &oo, printer{&oo}
+		p.step("pod/%s: image %s", o.imageOfPod, o.image)
+	}
 	if o.image == "" {
-		return errors.New("install needs --image")
+		return errors.New("install needs --image or --image-of-pod")
 	}
 	fqdn, err := normalizeZone(o.zone)
 	if err != nil {
@@ -182,21 +266,18 @@ func install(ctx context.Context, c kubernetes.Interface, o *options) error {
 		return err
 	}
 	if st != nil {
-		if st.ConfigMap != o.configMap || st.Key != o.key || st.Deployment != o.deployment || st.Container != o.container || st.ClusterRole != o.clusterRole || st.Zone != display(fqdn) {
-			return fmt.Errorf("already installed with --configmap %s --deployment %s --container %s --clusterrole %s --zone %s (configmap/%s); use the same flags, or uninstall first",
-				st.ConfigMap, st.Deployment, st.Container, st.ClusterRole, st.Zone, stateName)
+		if st.ConfigMap != o.configMap || st.Key != o.key || st.Deployment != o.deployment || st.Container != o.container || st.Zone != display(fqdn) {
+			return fmt.Errorf("already installed with --configmap %s --key %s --deployment %s --container %s --zone %s (configmap/%s); use the same flags, or uninstall first",
+				st.ConfigMap, st.Key, st.Deployment, st.Container, st.Zone, stateName)
 		}
 	}
-	obj, err := get(ctx, c, o.namespace, o.configMap, o.deployment, o.container, o.clusterRole)
+	obj, corefile, err := get(ctx, c, o, "; use --key")
 	if err != nil {
 		return err
 	}
-	if obj.role.AggregationRule != nil {
-		return fmt.Errorf("clusterrole %s is aggregated: the controller owns its rules; bind deploy/rbac.yaml's ClusterRole to CoreDNS's ServiceAccount instead", o.clusterRole)
-	}
-	corefile, ok := obj.cm.Data[o.key]
-	if !ok {
-		return fmt.Errorf("configmap %s/%s has no key %q; use --key", o.namespace, o.configMap, o.key)
+	r, err := getRBAC(ctx, c, p, true)
+	if err != nil {
+		return err
 	}
 
 	switch {
@@ -204,28 +285,112 @@ func install(ctx context.Context, c kubernetes.Interface, o *options) error {
 		if st, err = saveState(ctx, c, o, p, obj, corefile, fqdn); err != nil {
 			return err
 		}
-	case st.ImageInstalled != o.image:
-		if err := recordImage(ctx, c, o, p, obj, stateCM, st); err != nil {
+	case st.ImageInstalled != o.image || st.ServiceAccount != obj.serviceAccount():
+		if err := updateState(ctx, c, o, p, obj, stateCM, st); err != nil {
 			return err
 		}
 	}
 	// The rules, the image, and once the pods run it, the Corefile.
-	if err := installRules(ctx, c, o, p, obj, st); err != nil {
+	if err := installRBAC(ctx, c, o, p, r, obj.serviceAccount()); err != nil {
 		return err
 	}
 	if obj.image() == o.image {
 		p.step("deployment.apps/%s: image unchanged (%s)", o.deployment, o.image)
-	} else {
-		was := obj.image()
-		if err := setImage(ctx, c, o, obj.dep, obj.ci, o.image); err != nil {
-			return err
-		}
-		p.step("deployment.apps/%s: image %s=%s (was %s)", o.deployment, o.container, o.image, was)
+	} else if err := setImage(ctx, c, o, p, obj, o.image); err != nil {
+		return err
 	}
 	if err := waitRollout(ctx, c, o, p); err != nil {
 		return fmt.Errorf("%w; the Corefile is not changed yet: run install again once the pods run", err)
 	}
-	return installCorefile(ctx, c, o, p, obj, st)
+	if err := installCorefile(ctx, c, o, p, obj, st); err != nil {
+		return err
+	}
+	return waitAnswers(ctx, c, o, p, obj.dep, fqdn)
+}
+
+// waitAnswers waits, with --wait-answers, until every ready pod of the
+// Deployment answers the zone (dns-version.<zone> TXT, asked at the pod's
+// address): until the kubelet has refreshed each pod's Corefile and reload
+// has read it, about 90 s, one replica may answer the zone and another not.
+// Only where pod addresses are reachable: in the cluster, as the Job runs.
+func waitAnswers(ctx context.Context, c kubernetes.Interface, o *options, p printer, dep *appsv1.Deployment, fqdn string) error {
+	if !o.waitAnswers || o.dryRun || o.wait <= 0 {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s: %w", o.namespace, o.deployment, err)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("dns-version."+fqdn, dns.TypeTXT)
+	client := &dns.Client{Timeout: 2 * time.Second}
+	err = poll(ctx, o, fmt.Sprintf("the pods of deployment %s/%s did not all answer %s", o.namespace, o.deployment, display(fqdn)), func(ctx context.Context) (string, error) {
+		pods, err := c.CoreV1().Pods(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return "", err
+		}
+		ready := 0
+		for _, pod := range pods.Items {
+			if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(&pod) {
+				continue
+			}
+			ready++
+			addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(dnsPort(&pod, o.container)))
+			r, _, err := client.ExchangeContext(ctx, q, addr)
+			switch {
+			case err != nil:
+				return fmt.Sprintf("pod %s (%s): %v", pod.Name, addr, err), nil
+			case r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0:
+				return fmt.Sprintf("pod %s (%s) does not answer the zone yet (%s)", pod.Name, addr, dns.RcodeToString[r.Rcode]), nil
+			}
+		}
+		if ready == 0 {
+			return "no ready pod", nil
+		}
+		return "", nil
+	})
+	if err != nil {
+		return err
+	}
+	p.step("deployment.apps/%s: every ready pod answers %s", o.deployment, display(fqdn))
+	return nil
+}
+
+// poll asks check every 2 s, for at most --wait, until it gives no reason to
+// wait longer; then the error says what did not happen in time, and why.
+func poll(ctx context.Context, o *options, what string, check func(context.Context) (string, error)) error {
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, o.wait, true, func(ctx context.Context) (bool, error) {
+		w, err := check(ctx)
+		why = cmp.Or(w, why)
+		return w == "" && err == nil, err
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%s within %s (%s)", what, o.wait, why)
+	}
+	return err
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// dnsPort is the container's UDP port named "dns" (kubeadm's, the chart's),
+// else 53.
+func dnsPort(pod *corev1.Pod, container string) int {
+	for _, ct := range pod.Spec.Containers {
+		for _, port := range ct.Ports {
+			if ct.Name == container && port.Name == "dns" && port.Protocol != corev1.ProtocolTCP {
+				return int(port.ContainerPort)
+			}
+		}
+	}
+	return 53
 }
 
 // saveState edits the Corefile and saves the originals and what install
@@ -242,76 +407,99 @@ func saveState(ctx context.Context, c kubernetes.Interface, o *options, p printe
 	if !e.reload {
 		p.warn("configmap/%s: the server block %q has no reload plugin: restart CoreDNS after install (kubectl -n %s rollout restart deployment %s)", o.configMap, e.block, o.namespace, o.deployment)
 	}
-	missing := missingRules(obj.role.Rules, neededRules)
 	st := &state{
 		ConfigMap: o.configMap, Key: o.key, Deployment: o.deployment, Container: o.container,
-		ClusterRole: o.clusterRole, Zone: display(fqdn),
+		Zone: display(fqdn), ServiceAccount: obj.serviceAccount(),
 		CorefileOriginal: corefile, CorefileInstalled: e.out,
 		ImageOriginal: obj.image(), ImageInstalled: o.image,
-		RulesOriginal:  slices.Clone(obj.role.Rules),
-		RulesInstalled: append(slices.Clone(obj.role.Rules), missing...),
 	}
-	data, err := st.toData()
-	if err != nil {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: stateName, Namespace: o.namespace, Labels: ourLabels("in-place-state")},
+		Data:       st.toData(),
+	}
+	if err := o.write("configmap "+o.namespace+"/"+stateName, func() error {
+		return result(c.CoreV1().ConfigMaps(o.namespace).Create(ctx, cm, metav1.CreateOptions{}))
+	}); err != nil {
 		return nil, err
 	}
-	if !o.dryRun {
-		_, err = c.CoreV1().ConfigMaps(o.namespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: stateName, Namespace: o.namespace, Labels: stateLabels},
-			Data:       data,
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
-		}
-	}
-	p.step("configmap/%s: saved the original Corefile, image and rules", stateName)
+	p.step("configmap/%s: saved the original Corefile and image", stateName)
 	return st, nil
 }
 
-// recordImage records a new image in the state of an install made before.
-func recordImage(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, stateCM *corev1.ConfigMap, st *state) error {
+// updateState records a new image and ServiceAccount in the state of an
+// install made before.
+func updateState(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, stateCM *corev1.ConfigMap, st *state) error {
 	cur := obj.image()
 	if cur != st.ImageInstalled && cur != st.ImageOriginal && cur != o.image {
 		return fmt.Errorf("deployment %s/%s: container %s runs %s, neither the original %s nor the installed %s: it changed since install (kubeadm upgrade?); run uninstall --force, then install again",
 			o.namespace, o.deployment, o.container, cur, st.ImageOriginal, st.ImageInstalled)
 	}
-	st.ImageInstalled = o.image
-	data, err := st.toData()
-	if err != nil {
+	st.ImageInstalled, st.ServiceAccount = o.image, obj.serviceAccount()
+	if err := o.write("configmap "+o.namespace+"/"+stateName, func() error {
+		stateCM.Data = st.toData()
+		return result(c.CoreV1().ConfigMaps(o.namespace).Update(ctx, stateCM, metav1.UpdateOptions{}))
+	}); err != nil {
 		return err
 	}
-	if !o.dryRun {
-		stateCM.Data = data
-		if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, stateCM, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
-		}
-	}
-	p.step("configmap/%s: recorded image %s", stateName, o.image)
+	p.step("configmap/%s: recorded image %s, serviceaccount %s", stateName, o.image, st.ServiceAccount)
 	return nil
 }
 
-// installRules adds the rules the plugin needs to CoreDNS's ClusterRole.
-func installRules(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, st *state) error {
+// installRBAC makes our ClusterRole hold exactly the rules the plugin needs
+// and our ClusterRoleBinding bind it to CoreDNS's ServiceAccount sa.
+func installRBAC(ctx context.Context, c kubernetes.Interface, o *options, p printer, r rbac, sa string) error {
+	const roleKind, bindingKind = "clusterrole.rbac.authorization.k8s.io/" + stateName, "clusterrolebinding.rbac.authorization.k8s.io/" + stateName
+	roles, bindings := c.RbacV1().ClusterRoles(), c.RbacV1().ClusterRoleBindings()
 	switch {
-	case equality.Semantic.DeepEqual(obj.role.Rules, st.RulesInstalled):
-		p.step("clusterrole.rbac.authorization.k8s.io/%s: unchanged", o.clusterRole)
-	case equality.Semantic.DeepEqual(obj.role.Rules, st.RulesOriginal):
-		added := st.RulesInstalled[len(st.RulesOriginal):]
-		if !o.dryRun {
-			obj.role.Rules = st.RulesInstalled
-			if _, err := c.RbacV1().ClusterRoles().Update(ctx, obj.role, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("clusterrole %s: %w", o.clusterRole, err)
-			}
+	case r.role == nil:
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: stateName, Labels: ourLabels("in-place-rbac")}, Rules: neededRules}
+		if err := o.write("clusterrole "+stateName, func() error { return result(roles.Create(ctx, role, metav1.CreateOptions{})) }); err != nil {
+			return err
 		}
-		var what []string
-		for _, r := range added {
-			what = append(what, describeRule(r))
-		}
-		p.step("clusterrole.rbac.authorization.k8s.io/%s: added %d rules (%s)", o.clusterRole, len(added), strings.Join(what, "; "))
+		p.step("%s: created (%d rules, those of deploy/rbac.yaml)", roleKind, len(neededRules))
+	case r.role.AggregationRule == nil && equality.Semantic.DeepEqual(r.role.Rules, neededRules):
+		p.step("%s: unchanged", roleKind)
 	default:
-		p.warn("clusterrole/%s: its rules changed since install; left as they are", o.clusterRole)
+		if err := o.write("clusterrole "+stateName, func() error {
+			r.role.Rules, r.role.AggregationRule = neededRules, nil
+			return result(roles.Update(ctx, r.role, metav1.UpdateOptions{}))
+		}); err != nil {
+			return err
+		}
+		p.step("%s: rules set to those of deploy/rbac.yaml", roleKind)
 	}
 
+	want := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: stateName, Labels: ourLabels("in-place-rbac")},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: stateName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.namespace}},
+	}
+	what, done := "clusterrolebinding "+stateName, "created"
+	switch {
+	case r.binding == nil:
+	case r.binding.RoleRef != want.RoleRef:
+		// The roleRef is immutable: delete, then create.
+		if err := o.write(what, func() error { return gone(bindings.Delete(ctx, stateName, metav1.DeleteOptions{})) }); err != nil {
+			return err
+		}
+		done = "recreated (it referred to another role)"
+	case equality.Semantic.DeepEqual(r.binding.Subjects, want.Subjects):
+		p.step("%s: unchanged (binds serviceaccount %s/%s)", bindingKind, o.namespace, sa)
+		return nil
+	default:
+		if err := o.write(what, func() error {
+			r.binding.Subjects = want.Subjects
+			return result(bindings.Update(ctx, r.binding, metav1.UpdateOptions{}))
+		}); err != nil {
+			return err
+		}
+		p.step("%s: now binds serviceaccount %s/%s", bindingKind, o.namespace, sa)
+		return nil
+	}
+	if err := o.write(what, func() error { return result(bindings.Create(ctx, want, metav1.CreateOptions{})) }); err != nil {
+		return err
+	}
+	p.step("%s: %s, binds serviceaccount %s/%s", bindingKind, done, o.namespace, sa)
 	return nil
 }
 
@@ -322,55 +510,44 @@ func installCorefile(ctx context.Context, c kubernetes.Interface, o *options, p 
 	case cur == st.CorefileInstalled:
 		p.step("configmap/%s: Corefile unchanged (has multicluster %s)", o.configMap, st.Zone)
 	case cur == st.CorefileOriginal:
-		if !o.dryRun {
-			obj.cm.Data[o.key] = st.CorefileInstalled
-			if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, obj.cm, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("configmap %s/%s: %w", o.namespace, o.configMap, err)
-			}
+		if err := setCorefile(ctx, c, o, obj, st.CorefileInstalled); err != nil {
+			return err
 		}
-		p.step("configmap/%s: Corefile edited (%s)%s", o.configMap, diffStat(st.CorefileOriginal, st.CorefileInstalled), showDiff(o, st.CorefileOriginal, st.CorefileInstalled))
+		p.step("configmap/%s: Corefile edited %s", o.configMap, diffNote(o, st.CorefileOriginal, st.CorefileInstalled))
 	default:
 		p.warn("configmap/%s: the Corefile changed since install; left as it is", o.configMap)
 	}
 	return nil
 }
 
-// restoring decides, for the Corefile, the image and the rules, whether
-// uninstall restores the original: each that is what install made is
-// restored, each that is the original is kept, and each that is neither
-// (changed since install) is refused, or restored with --force.
-func restoring(o *options, p printer, obj *objects, st *state, cur string) (corefile, image, rules bool, err error) {
+// restoring decides, for the Corefile and the image, whether uninstall
+// restores the original: each that is what install made is restored, each
+// that is the original is kept, and each that is neither (changed since
+// install) is refused, or restored with --force.
+func restoring(o *options, p printer, obj *objects, st *state, cur string) (corefile, image bool, err error) {
 	var conflicts []string
 	decide := func(isInstalled, isOriginal bool, what string) bool {
-		switch {
-		case isOriginal:
-			return false
-		case isInstalled:
-			return true
+		if !isInstalled && !isOriginal {
+			conflicts = append(conflicts, what)
 		}
-		conflicts = append(conflicts, what)
-		return true
+		return !isOriginal
 	}
 	corefile = decide(cur == st.CorefileInstalled, cur == st.CorefileOriginal,
 		fmt.Sprintf("configmap/%s: the Corefile changed since install (it is not what install wrote)", st.ConfigMap))
 	image = decide(obj.image() == st.ImageInstalled, obj.image() == st.ImageOriginal,
 		fmt.Sprintf("deployment.apps/%s: container %s runs %s, not the installed %s", st.Deployment, st.Container, obj.image(), st.ImageInstalled))
-	rules = decide(equality.Semantic.DeepEqual(obj.role.Rules, st.RulesInstalled), equality.Semantic.DeepEqual(obj.role.Rules, st.RulesOriginal),
-		fmt.Sprintf("clusterrole.rbac.authorization.k8s.io/%s: its rules changed since install", st.ClusterRole))
-	if len(conflicts) > 0 {
-		if !o.force {
-			return false, false, false, refuse("refusing to uninstall: %s; run uninstall --force to restore the originals anyway (what changed since install is lost)", strings.Join(conflicts, "; "))
-		}
-		for _, c := range conflicts {
-			p.warn("%s; restoring the original anyway (--force)", c)
-		}
+	if len(conflicts) > 0 && !o.force {
+		return false, false, refuse("refusing to uninstall: %s; run uninstall --force to restore the originals anyway (what changed since install is lost)", strings.Join(conflicts, "; "))
 	}
-	return corefile, image, rules, nil
+	for _, c := range conflicts {
+		p.warn("%s; restoring the original anyway (--force)", c)
+	}
+	return corefile, image, nil
 }
 
-// uninstall restores the originals: Corefile, then image, then rules, and
-// deletes the state. It refuses when someone changed an object since install,
-// unless force.
+// uninstall restores the originals: Corefile, then image, then deletes our
+// ClusterRoleBinding and ClusterRole, and the state last. It refuses when
+// someone changed the Corefile or the image since install, unless force.
 func uninstall(ctx context.Context, c kubernetes.Interface, o *options) error {
 	p := printer{o}
 	stateCM, st, err := getState(ctx, c, o.namespace)
@@ -382,80 +559,87 @@ func uninstall(ctx context.Context, c kubernetes.Interface, o *options) error {
 		return nil
 	}
 	// The names install used, whatever the flags say.
-	obj, err := get(ctx, c, o.namespace, st.ConfigMap, st.Deployment, st.Container, st.ClusterRole)
+	oo := *o
+	o = &oo
+	o.configMap, o.key, o.deployment, o.container = st.ConfigMap, st.Key, st.Deployment, st.Container
+	obj, cur, err := get(ctx, c, o, "")
 	if err != nil {
 		return err
 	}
-	cur, ok := obj.cm.Data[st.Key]
-	if !ok {
-		return fmt.Errorf("configmap %s/%s has no key %q", o.namespace, st.ConfigMap, st.Key)
-	}
-
-	corefileAct, imageAct, rulesAct, err := restoring(o, p, obj, st, cur)
+	corefileAct, imageAct, err := restoring(o, p, obj, st, cur)
 	if err != nil {
 		return err
 	}
 
 	// 1. Corefile.
 	if corefileAct {
-		if !o.dryRun {
-			obj.cm.Data[st.Key] = st.CorefileOriginal
-			if _, err := c.CoreV1().ConfigMaps(o.namespace).Update(ctx, obj.cm, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("configmap %s/%s: %w", o.namespace, st.ConfigMap, err)
-			}
+		if err := setCorefile(ctx, c, o, obj, st.CorefileOriginal); err != nil {
+			return err
 		}
-		p.step("configmap/%s: Corefile restored (%s)%s", st.ConfigMap, diffStat(cur, st.CorefileOriginal), showDiff(o, cur, st.CorefileOriginal))
+		p.step("configmap/%s: Corefile restored %s", o.configMap, diffNote(o, cur, st.CorefileOriginal))
 	} else {
-		p.step("configmap/%s: Corefile unchanged (is the original)", st.ConfigMap)
+		p.step("configmap/%s: Corefile unchanged (is the original)", o.configMap)
 	}
 
 	// 2. Deployment.
 	if imageAct {
-		was := obj.image()
-		oo := *o
-		oo.deployment, oo.container = st.Deployment, st.Container
-		if err := setImage(ctx, c, &oo, obj.dep, obj.ci, st.ImageOriginal); err != nil {
+		if err := setImage(ctx, c, o, p, obj, st.ImageOriginal); err != nil {
 			return err
 		}
-		p.step("deployment.apps/%s: image %s=%s (was %s)", st.Deployment, st.Container, st.ImageOriginal, was)
-		if err := waitRollout(ctx, c, &oo, p); err != nil {
-			return fmt.Errorf("%w; the rules are not restored yet: run uninstall again once the pods run", err)
+		if err := waitRollout(ctx, c, o, p); err != nil {
+			return fmt.Errorf("%w; the ClusterRole %s is not deleted yet: run uninstall again once the pods run", err, stateName)
 		}
 	} else {
-		p.step("deployment.apps/%s: image unchanged (is the original %s)", st.Deployment, st.ImageOriginal)
+		p.step("deployment.apps/%s: image unchanged (is the original %s)", o.deployment, st.ImageOriginal)
 	}
 
-	// 3. ClusterRole.
-	if rulesAct {
-		if !o.dryRun {
-			obj.role.Rules = st.RulesOriginal
-			if _, err := c.RbacV1().ClusterRoles().Update(ctx, obj.role, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("clusterrole %s: %w", st.ClusterRole, err)
-			}
+	// 3. Our ClusterRoleBinding and ClusterRole; one not ours is left.
+	r, err := getRBAC(ctx, c, p, false)
+	if err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		kind  string
+		there bool
+		del   func(context.Context, string, metav1.DeleteOptions) error
+	}{{"clusterrolebinding", r.binding != nil, c.RbacV1().ClusterRoleBindings().Delete}, {"clusterrole", r.role != nil, c.RbacV1().ClusterRoles().Delete}} {
+		if !d.there {
+			continue
 		}
-		p.step("clusterrole.rbac.authorization.k8s.io/%s: rules restored (%d rules)", st.ClusterRole, len(st.RulesOriginal))
-	} else {
-		p.step("clusterrole.rbac.authorization.k8s.io/%s: unchanged (has the original rules)", st.ClusterRole)
+		if err := o.write(d.kind+" "+stateName, func() error { return gone(d.del(ctx, stateName, metav1.DeleteOptions{})) }); err != nil {
+			return err
+		}
+		p.step("%s.rbac.authorization.k8s.io/%s: deleted", d.kind, stateName)
 	}
 
 	// 4. The state, last: until here a second uninstall can finish the job.
-	if !o.dryRun {
-		if err := c.CoreV1().ConfigMaps(o.namespace).Delete(ctx, stateName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("configmap %s/%s: %w", o.namespace, stateName, err)
-		}
+	if err := o.write("configmap "+o.namespace+"/"+stateName, func() error {
+		return gone(c.CoreV1().ConfigMaps(o.namespace).Delete(ctx, stateName, metav1.DeleteOptions{}))
+	}); err != nil {
+		return err
 	}
 	p.step("configmap/%s: deleted", stateName)
 	return nil
 }
 
-func setImage(ctx context.Context, c kubernetes.Interface, o *options, dep *appsv1.Deployment, ci int, image string) error {
-	if o.dryRun {
-		return nil
+// setCorefile writes text as the Corefile of CoreDNS's ConfigMap.
+func setCorefile(ctx context.Context, c kubernetes.Interface, o *options, obj *objects, text string) error {
+	return o.write("configmap "+o.namespace+"/"+o.configMap, func() error {
+		obj.cm.Data[o.key] = text
+		return result(c.CoreV1().ConfigMaps(o.namespace).Update(ctx, obj.cm, metav1.UpdateOptions{}))
+	})
+}
+
+// setImage sets the image of CoreDNS's container.
+func setImage(ctx context.Context, c kubernetes.Interface, o *options, p printer, obj *objects, image string) error {
+	was := obj.image()
+	if err := o.write("deployment "+o.namespace+"/"+o.deployment, func() error {
+		obj.dep.Spec.Template.Spec.Containers[obj.ci].Image = image
+		return result(c.AppsV1().Deployments(o.namespace).Update(ctx, obj.dep, metav1.UpdateOptions{}))
+	}); err != nil {
+		return err
 	}
-	dep.Spec.Template.Spec.Containers[ci].Image = image
-	if _, err := c.AppsV1().Deployments(o.namespace).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("deployment %s/%s: %w", o.namespace, o.deployment, err)
-	}
+	p.step("deployment.apps/%s: image %s=%s (was %s)", o.deployment, o.container, image, was)
 	return nil
 }
 
@@ -465,70 +649,47 @@ func waitRollout(ctx context.Context, c kubernetes.Interface, o *options, p prin
 	if o.dryRun || o.wait <= 0 {
 		return nil
 	}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, o.wait, true, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, o, fmt.Sprintf("deployment %s/%s did not roll out", o.namespace, o.deployment), func(ctx context.Context) (string, error) {
 		d, err := c.AppsV1().Deployments(o.namespace).Get(ctx, o.deployment, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		for _, cond := range d.Status.Conditions {
 			if cond.Type == appsv1.DeploymentProgressing && cond.Reason == "ProgressDeadlineExceeded" {
-				return false, fmt.Errorf("deployment %s/%s exceeded its progress deadline", o.namespace, o.deployment)
+				return "", fmt.Errorf("deployment %s/%s exceeded its progress deadline", o.namespace, o.deployment)
 			}
 		}
-		want := int32(1)
+		want, s := int32(1), d.Status
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
 		}
-		s := d.Status
 		switch {
 		case d.Generation > s.ObservedGeneration:
-			last = "waiting for the controller to see the new spec"
+			return "waiting for the controller to see the new spec", nil
 		case s.UpdatedReplicas < want:
-			last = fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+			return fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want), nil
 		case s.Replicas > s.UpdatedReplicas:
-			last = fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
+			return fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas), nil
 		case s.AvailableReplicas < s.UpdatedReplicas:
-			last = fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
-		default:
-			return true, nil
+			return fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas), nil
 		}
-		return false, nil
+		return "", nil
 	})
 	if err != nil {
-		if wait.Interrupted(err) {
-			return fmt.Errorf("deployment %s/%s did not roll out within %s (%s)", o.namespace, o.deployment, o.wait, last)
-		}
 		return err
 	}
 	p.step("deployment.apps/%s: rolled out", o.deployment)
 	return nil
 }
 
-// diffStat counts the lines lineDiff shows.
-func diffStat(a, b string) string {
-	plus, minus := 0, 0
-	for _, l := range strings.Split(lineDiff(a, b), "\n") {
-		switch {
-		case strings.HasPrefix(l, "+"):
-			plus++
-		case strings.HasPrefix(l, "-"):
-			minus++
-		}
+// diffNote counts the lines lineDiff shows, and in a dry run shows them.
+func diffNote(o *options, a, b string) string {
+	d := lineDiff(a, b)
+	s := fmt.Sprintf("(+%d -%d lines)", strings.Count("\n"+d, "\n+"), strings.Count("\n"+d, "\n-"))
+	if o.dryRun {
+		s += ":\n    " + strings.ReplaceAll(strings.TrimSuffix(d, "\n"), "\n", "\n    ")
 	}
-	return fmt.Sprintf("+%d -%d lines", plus, minus)
-}
-
-// showDiff is the line diff, for a dry run.
-func showDiff(o *options, a, b string) string {
-	if !o.dryRun {
-		return ""
-	}
-	return ":\n" + indent(lineDiff(a, b))
-}
-
-func indent(s string) string {
-	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ")
+	return s
 }
 
 // lineDiff shows which lines differ between a and b: "-" for a's, "+" for

@@ -4,19 +4,25 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/miekg/dns"
+	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 const (
@@ -70,7 +76,8 @@ func kubeadmObjects(t *testing.T, corefileFile string) (*corev1.ConfigMap, *apps
 			Annotations: map[string]string{"deployment.kubernetes.io/revision": "1"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &two,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: "coredns", Containers: []corev1.Container{{
 				Name: "coredns", Image: kubeadmImage, Args: []string{"-conf", "/etc/coredns/Corefile"},
 			}}}},
 		},
@@ -84,7 +91,7 @@ func newOptions() (*options, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
 	return &options{
 		namespace: "kube-system", configMap: "coredns", key: "Corefile", deployment: "coredns", container: "coredns",
-		clusterRole: "system:coredns", zone: "clusterset.local", image: ourImage, wait: 10 * time.Second,
+		zone: "clusterset.local", image: ourImage, wait: 10 * time.Second,
 		out: &out, errOut: &errOut,
 	}, &out, &errOut
 }
@@ -113,33 +120,89 @@ func name(o runtime.Object) string {
 	return "?"
 }
 
+// newClientset is a fake API server with objs in which CoreDNS's own
+// ClusterRole, system:coredns, may be neither read nor written: the tests
+// read it from the tracker.
+func newClientset(t *testing.T, objs ...runtime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	c.PrependReactor("*", "clusterroles", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		n := ""
+		switch a := a.(type) {
+		case k8stesting.GetAction:
+			n = a.GetName()
+		case k8stesting.DeleteAction:
+			n = a.GetName()
+		case k8stesting.CreateAction:
+			n = name(a.GetObject())
+		case k8stesting.UpdateAction:
+			n = name(a.GetObject())
+		}
+		if n == "system:coredns" {
+			t.Errorf("%s clusterroles/%s: the command touched CoreDNS's own ClusterRole", a.GetVerb(), n)
+		}
+		return false, nil, nil
+	})
+	return c
+}
+
 type current struct {
-	cm   *corev1.ConfigMap
-	dep  *appsv1.Deployment
-	role *rbacv1.ClusterRole
+	cm      *corev1.ConfigMap
+	dep     *appsv1.Deployment
+	role    *rbacv1.ClusterRole // system:coredns
+	ours    *rbacv1.ClusterRole // nil when not found
+	binding *rbacv1.ClusterRoleBinding
 }
 
 func fetch(t *testing.T, c *fake.Clientset) current {
 	t.Helper()
 	ctx := context.Background()
-	cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	var cur current
+	var err error
+	if cur.cm, err = c.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if cur.dep, err = c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.Tracker().Get(rbacv1.SchemeGroupVersion.WithResource("clusterroles"), "", "system:coredns")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-	if err != nil {
+	cur.role = o.(*rbacv1.ClusterRole)
+	if cur.ours, err = c.RbacV1().ClusterRoles().Get(ctx, stateName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		cur.ours = nil
+	} else if err != nil {
 		t.Fatal(err)
 	}
-	role, err := c.RbacV1().ClusterRoles().Get(ctx, "system:coredns", metav1.GetOptions{})
-	if err != nil {
+	if cur.binding, err = c.RbacV1().ClusterRoleBindings().Get(ctx, stateName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		cur.binding = nil
+	} else if err != nil {
 		t.Fatal(err)
 	}
-	return current{cm, dep, role}
+	c.ClearActions()
+	return cur
 }
 
 func stateExists(t *testing.T, c *fake.Clientset) bool {
 	_, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName, metav1.GetOptions{})
 	return err == nil
+}
+
+// assertInstalledRBAC: our ClusterRole holds exactly neededRules and our
+// binding binds it to kube-system/sa; system:coredns is as kubeadm made it.
+func assertInstalledRBAC(t *testing.T, got current, role *rbacv1.ClusterRole, sa string) {
+	t.Helper()
+	if got.ours == nil || !reflect.DeepEqual(got.ours.Rules, neededRules) || got.ours.Labels[managedBy] != stateName || got.ours.Labels["app.kubernetes.io/name"] != "coredns-multicluster" {
+		t.Errorf("clusterrole %s: %+v, want the rules %+v and our labels", stateName, got.ours, neededRules)
+	}
+	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "kube-system"}}
+	wantRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: stateName}
+	if b := got.binding; b == nil || !reflect.DeepEqual(b.Subjects, wantSubjects) || b.RoleRef != wantRef || b.Labels[managedBy] != stateName {
+		t.Errorf("clusterrolebinding %s: %+v, want subjects %+v, roleRef %+v and our labels", stateName, b, wantSubjects, wantRef)
+	}
+	if !reflect.DeepEqual(got.role, role) {
+		t.Errorf("system:coredns changed: %+v", got.role)
+	}
 }
 
 func assertOriginal(t *testing.T, c *fake.Clientset, cm *corev1.ConfigMap, dep *appsv1.Deployment, role *rbacv1.ClusterRole) {
@@ -148,16 +211,19 @@ func assertOriginal(t *testing.T, c *fake.Clientset, cm *corev1.ConfigMap, dep *
 	if !reflect.DeepEqual(got.cm.Data, cm.Data) {
 		t.Errorf("ConfigMap data not restored:\n%s", lineDiff(cm.Data["Corefile"], got.cm.Data["Corefile"]))
 	}
-	if !reflect.DeepEqual(got.role.Rules, role.Rules) {
-		t.Errorf("rules not restored: %+v", got.role.Rules)
+	if !reflect.DeepEqual(got.role, role) {
+		t.Errorf("system:coredns changed: %+v", got.role)
 	}
 	if img := got.dep.Spec.Template.Spec.Containers[0].Image; img != kubeadmImage {
 		t.Errorf("image %s, want %s", img, kubeadmImage)
 	}
-	for _, p := range [][2]metav1.Object{{got.cm, cm}, {got.dep, dep}, {got.role, role}} {
+	for _, p := range [][2]metav1.Object{{got.cm, cm}, {got.dep, dep}} {
 		if !reflect.DeepEqual(p[0].GetLabels(), p[1].GetLabels()) || !reflect.DeepEqual(p[0].GetAnnotations(), p[1].GetAnnotations()) {
 			t.Errorf("%s: labels %v annotations %v, want %v %v", p[0].GetName(), p[0].GetLabels(), p[0].GetAnnotations(), p[1].GetLabels(), p[1].GetAnnotations())
 		}
+	}
+	if got.ours != nil || got.binding != nil {
+		t.Errorf("after uninstall: clusterrole %v, clusterrolebinding %v, want both gone", got.ours, got.binding)
 	}
 	if stateExists(t, c) {
 		t.Errorf("configmap/%s still there", stateName)
@@ -166,7 +232,7 @@ func assertOriginal(t *testing.T, c *fake.Clientset, cm *corev1.ConfigMap, dep *
 
 func TestInstallUninstallKubeadm(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 	o, out, _ := newOptions()
 	ctx := context.Background()
 
@@ -175,7 +241,8 @@ func TestInstallUninstallKubeadm(t *testing.T) {
 	}
 	if got, want := writes(c), []string{
 		"create configmaps/" + stateName,
-		"update clusterroles/system:coredns",
+		"create clusterroles/" + stateName,
+		"create clusterrolebindings/" + stateName,
 		"update deployments/coredns",
 		"update configmaps/coredns",
 	}; !reflect.DeepEqual(got, want) {
@@ -192,19 +259,21 @@ func TestInstallUninstallKubeadm(t *testing.T) {
 	if img := got.dep.Spec.Template.Spec.Containers[0].Image; img != ourImage {
 		t.Errorf("image %s", img)
 	}
-	wantRules := append(kubeadmRules(t), neededRules[0], neededRules[2], neededRules[3])
-	if !reflect.DeepEqual(got.role.Rules, wantRules) {
-		t.Errorf("rules %+v\nwant %+v", got.role.Rules, wantRules)
-	}
-	if !strings.Contains(out.String(), "clusterrole.rbac.authorization.k8s.io/system:coredns: added 3 rules") {
+	assertInstalledRBAC(t, got, role, "coredns")
+	if !strings.Contains(out.String(), "clusterrolebinding.rbac.authorization.k8s.io/"+stateName+": created, binds serviceaccount kube-system/coredns") {
 		t.Errorf("output:\n%s", out)
 	}
 	st, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Labels["app.kubernetes.io/name"] != "coredns-multicluster" || st.Data["corefile.original"] != cm.Data["Corefile"] || st.Data["image.original"] != kubeadmImage {
+	if st.Labels["app.kubernetes.io/name"] != "coredns-multicluster" || st.Data["corefile.original"] != cm.Data["Corefile"] || st.Data["image.original"] != kubeadmImage || st.Data["serviceaccount"] != "coredns" {
 		t.Errorf("state %+v", st)
+	}
+	for _, k := range []string{"rules.original", "rules.installed", "clusterrole"} {
+		if _, ok := st.Data[k]; ok {
+			t.Errorf("state has the key %s", k)
+		}
 	}
 
 	// Again: nothing to do.
@@ -221,7 +290,8 @@ func TestInstallUninstallKubeadm(t *testing.T) {
 	if got, want := writes(c), []string{
 		"update configmaps/coredns",
 		"update deployments/coredns",
-		"update clusterroles/system:coredns",
+		"delete clusterrolebindings/" + stateName,
+		"delete clusterroles/" + stateName,
 		"delete configmaps/" + stateName,
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("uninstall wrote %q, want %q", got, want)
@@ -241,7 +311,7 @@ func TestInstallUninstallKubeadm(t *testing.T) {
 // the originals; uninstall still restores kubeadm's image.
 func TestInstallNewImage(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 	o, _, _ := newOptions()
 	ctx := context.Background()
 	if err := install(ctx, c, o); err != nil {
@@ -264,14 +334,159 @@ func TestInstallNewImage(t *testing.T) {
 	assertOriginal(t, c, cm, dep, role)
 }
 
+// TestInstallImageOfPod: --image-of-pod installs the image of the pod's
+// first container.
+func TestInstallImageOfPod(t *testing.T) {
+	const podImage = "registry.example/coredns-multicluster:v0.2.0"
+	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "in-place-install-x7k2p", Namespace: "kube-system"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "in-place", Image: podImage}, {Name: "other", Image: "busybox"}}}}
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy(), pod)
+	o, _, _ := newOptions()
+	o.image, o.imageOfPod = "", pod.Name
+	ctx := context.Background()
+	if err := install(ctx, c, o); err != nil {
+		t.Fatal(err)
+	}
+	if img := fetch(t, c).dep.Spec.Template.Spec.Containers[0].Image; img != podImage {
+		t.Errorf("image %s, want the pod's %s", img, podImage)
+	}
+	st, _ := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName, metav1.GetOptions{})
+	if st.Data["image.installed"] != podImage {
+		t.Errorf("state records image %q", st.Data["image.installed"])
+	}
+	o.imageOfPod = "no-such-pod"
+	if err := install(ctx, c, o); err == nil || !strings.Contains(err.Error(), "pod kube-system/no-such-pod") {
+		t.Errorf("install with a missing pod: %v", err)
+	}
+}
+
+// TestInstallServiceAccount: the binding follows the Deployment's
+// ServiceAccount ("default" when it names none) and is recreated when its
+// roleRef is not our ClusterRole; our ClusterRole gets exactly the rules.
+func TestInstallServiceAccount(t *testing.T) {
+	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+	dep.Spec.Template.Spec.ServiceAccountName = ""
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	o, _, _ := newOptions()
+	ctx := context.Background()
+	if err := install(ctx, c, o); err != nil {
+		t.Fatal(err)
+	}
+	assertInstalledRBAC(t, fetch(t, c), role, "default")
+
+	// The Deployment's ServiceAccount changed; someone edited our role.
+	d, _ := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	d.Spec.Template.Spec.ServiceAccountName = "coredns"
+	c.AppsV1().Deployments("kube-system").Update(ctx, d, metav1.UpdateOptions{})
+	r, _ := c.RbacV1().ClusterRoles().Get(ctx, stateName, metav1.GetOptions{})
+	r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+	c.RbacV1().ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
+	writes(c)
+	if err := install(ctx, c, o); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := writes(c), []string{"update configmaps/" + stateName, "update clusterroles/" + stateName, "update clusterrolebindings/" + stateName}; !reflect.DeepEqual(got, want) {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	assertInstalledRBAC(t, fetch(t, c), role, "coredns")
+	if st, _ := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName, metav1.GetOptions{}); st.Data["serviceaccount"] != "coredns" {
+		t.Errorf("state serviceaccount %q", st.Data["serviceaccount"])
+	}
+
+	// A binding to another role: roleRef is immutable.
+	b, _ := c.RbacV1().ClusterRoleBindings().Get(ctx, stateName, metav1.GetOptions{})
+	b.RoleRef.Name = "view"
+	c.RbacV1().ClusterRoleBindings().Update(ctx, b, metav1.UpdateOptions{})
+	writes(c)
+	if err := install(ctx, c, o); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := writes(c), []string{"delete clusterrolebindings/" + stateName, "create clusterrolebindings/" + stateName}; !reflect.DeepEqual(got, want) {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	assertInstalledRBAC(t, fetch(t, c), role, "coredns")
+}
+
+// TestInstallRefusesForeignRBAC: a ClusterRole or ClusterRoleBinding of our
+// name without our label stops install before any write; uninstall leaves
+// one alone.
+func TestInstallRefusesForeignRBAC(t *testing.T) {
+	for _, foreign := range []runtime.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: stateName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: stateName, Labels: map[string]string{"app.kubernetes.io/name": "coredns-multicluster"}}},
+	} {
+		kind := strings.ToLower(reflect.TypeOf(foreign).Elem().Name())
+		t.Run(kind, func(t *testing.T) {
+			cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+			c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy(), foreign.DeepCopyObject())
+			o, _, _ := newOptions()
+			err := install(context.Background(), c, o)
+			if err == nil || !isRefusal(err) || !strings.Contains(err.Error(), kind+".rbac.authorization.k8s.io/"+stateName+" exists without the label") {
+				t.Fatalf("install: %v", err)
+			}
+			if w := writes(c); len(w) != 0 {
+				t.Errorf("wrote %q", w)
+			}
+		})
+	}
+	t.Run("uninstall", func(t *testing.T) {
+		cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+		c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+		o, _, errOut := newOptions()
+		ctx := context.Background()
+		if err := install(ctx, c, o); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := c.RbacV1().ClusterRoles().Get(ctx, stateName, metav1.GetOptions{})
+		r.Labels = nil
+		c.RbacV1().ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
+		writes(c)
+		if err := uninstall(ctx, c, o); err != nil {
+			t.Fatal(err)
+		}
+		if w := writes(c); slices.Contains(w, "delete clusterroles/"+stateName) || !slices.Contains(w, "delete clusterrolebindings/"+stateName) {
+			t.Errorf("uninstall wrote %q", w)
+		}
+		if !strings.Contains(errOut.String(), "clusterrole.rbac.authorization.k8s.io/"+stateName+" exists without the label") {
+			t.Errorf("stderr:\n%s", errOut)
+		}
+	})
+}
+
+// TestOldStateRefused: a state written by the version that edited
+// system:coredns is refused by install and uninstall, with what to do.
+func TestOldStateRefused(t *testing.T) {
+	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateName, Namespace: "kube-system"}, Data: map[string]string{
+		"configmap": "coredns", "key": "Corefile", "deployment": "coredns", "container": "coredns", "clusterrole": "system:coredns",
+		"zone": "clusterset.local", "corefile.original": cm.Data["Corefile"], "corefile.installed": cm.Data["Corefile"],
+		"image.original": kubeadmImage, "image.installed": ourImage, "rules.original": "[]", "rules.installed": "[]",
+	}}
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy(), old)
+	o, _, _ := newOptions()
+	for name, f := range map[string]func(context.Context, *fake.Clientset, *options) error{
+		"install":   func(ctx context.Context, c *fake.Clientset, o *options) error { return install(ctx, c, o) },
+		"uninstall": func(ctx context.Context, c *fake.Clientset, o *options) error { return uninstall(ctx, c, o) },
+	} {
+		err := f(context.Background(), c, o)
+		if err == nil || !isRefusal(err) || !strings.Contains(err.Error(), "system:coredns") || !strings.Contains(err.Error(), "by hand") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if w := writes(c); len(w) != 0 {
+			t.Errorf("%s wrote %q", name, w)
+		}
+	}
+}
+
 // TestInstallConvertsKubernetesOption: the Cilium set-up (the kubernetes
 // plugin's own multicluster option) is converted, and uninstall gives it back.
 func TestInstallConvertsKubernetesOption(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/cilium-kubeadm.Corefile")
-	// What Cilium's guide adds, a rule install does not need to add again.
+	// What Cilium's guide adds to system:coredns; install leaves it.
 	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"*"}, Verbs: []string{"list", "watch"}})
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
-	o, out, _ := newOptions()
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	o, _, _ := newOptions()
 	ctx := context.Background()
 	if err := install(ctx, c, o); err != nil {
 		t.Fatal(err)
@@ -281,12 +496,7 @@ func TestInstallConvertsKubernetesOption(t *testing.T) {
 	if got.cm.Data["Corefile"] != string(golden) {
 		t.Errorf("Corefile:\n%s", lineDiff(string(golden), got.cm.Data["Corefile"]))
 	}
-	if n := len(got.role.Rules) - len(role.Rules); n != 2 || !reflect.DeepEqual(got.role.Rules[len(got.role.Rules)-2:], neededRules[2:]) {
-		t.Errorf("added %d rules: %+v", n, got.role.Rules)
-	}
-	if !strings.Contains(out.String(), "added 2 rules") {
-		t.Errorf("output:\n%s", out)
-	}
+	assertInstalledRBAC(t, got, role, "coredns")
 	if err := uninstall(ctx, c, o); err != nil {
 		t.Fatal(err)
 	}
@@ -309,15 +519,10 @@ func TestUninstallRefusesChanges(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/coredns/coredns:v1.13.1"
 			c.AppsV1().Deployments("kube-system").Update(context.Background(), d, metav1.UpdateOptions{})
 		}, "deployment.apps/coredns: container coredns runs registry.k8s.io/coredns/coredns:v1.13.1, not the installed " + ourImage},
-		{"rules", func(c *fake.Clientset) {
-			r, _ := c.RbacV1().ClusterRoles().Get(context.Background(), "system:coredns", metav1.GetOptions{})
-			r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}})
-			c.RbacV1().ClusterRoles().Update(context.Background(), r, metav1.UpdateOptions{})
-		}, "clusterrole.rbac.authorization.k8s.io/system:coredns: its rules changed since install"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
-			cs := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+			cs := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 			o, _, errOut := newOptions()
 			ctx := context.Background()
 			if err := install(ctx, cs, o); err != nil {
@@ -348,7 +553,7 @@ func TestUninstallRefusesChanges(t *testing.T) {
 // before any write.
 func TestInstallRefusalWritesNothing(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/refuse-forward-block.Corefile")
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 	o, _, _ := newOptions()
 	err := install(context.Background(), c, o)
 	if err == nil || !isRefusal(err) || !strings.Contains(err.Error(), `server block "clusterset.local:53" (line 24) already takes clusterset.local`) {
@@ -361,7 +566,7 @@ func TestInstallRefusalWritesNothing(t *testing.T) {
 
 func TestDryRun(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 	o, out, _ := newOptions()
 	o.dryRun = true
 	ctx := context.Background()
@@ -372,7 +577,8 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry run wrote %q", w)
 	}
 	for _, s := range []string{
-		"(dry run) clusterrole.rbac.authorization.k8s.io/system:coredns: added 3 rules",
+		"(dry run) clusterrole.rbac.authorization.k8s.io/" + stateName + ": created (4 rules",
+		"(dry run) clusterrolebinding.rbac.authorization.k8s.io/" + stateName + ": created, binds serviceaccount kube-system/coredns",
 		"(dry run) deployment.apps/coredns: image coredns=" + ourImage + " (was " + kubeadmImage + ")",
 		"+7:     multicluster clusterset.local",
 	} {
@@ -393,8 +599,10 @@ func TestDryRun(t *testing.T) {
 	if w := writes(c); len(w) != 0 {
 		t.Errorf("dry run wrote %q", w)
 	}
-	if !strings.Contains(out.String(), "-7:     multicluster clusterset.local") {
-		t.Errorf("output:\n%s", out)
+	for _, s := range []string{"-7:     multicluster clusterset.local", "(dry run) clusterrole.rbac.authorization.k8s.io/" + stateName + ": deleted"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
 	}
 }
 
@@ -402,7 +610,7 @@ func TestDryRun(t *testing.T) {
 func TestInstallWaitsForRollout(t *testing.T) {
 	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
 	dep.Status.UpdatedReplicas = 1 // never finishes in the fake
-	c := fake.NewClientset(cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
+	c := newClientset(t, cm.DeepCopy(), dep.DeepCopy(), role.DeepCopy())
 	o, _, _ := newOptions()
 	o.wait = 100 * time.Millisecond
 	err := install(context.Background(), c, o)
@@ -439,7 +647,77 @@ func TestRunCorefile(t *testing.T) {
 	if code := run([]string{"corefile", "--zone", "clusterset.local"}, bytes.NewReader(in), &out, &errOut); code != 0 || out.String() != string(golden) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
-	if code := run([]string{"install"}, nil, &out, &errOut); code != 2 {
-		t.Errorf("install without --image: exit %d", code)
+}
+
+// TestRunImageFlags: install takes exactly one of --image and
+// --image-of-pod; both or neither is a usage error, before any kubeconfig.
+func TestRunImageFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"install"}, "install needs one of --image IMAGE"},
+		{[]string{"install", "--image", ourImage, "--image-of-pod", "in-place-x7k2p"}, "install needs one of --image IMAGE"},
+		{[]string{"uninstall", "--image-of-pod", "in-place-x7k2p"}, "flag provided but not defined: -image-of-pod"},
+		{[]string{"install", "--clusterrole", "system:coredns", "--image", ourImage}, "flag provided but not defined: -clusterrole"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(c.args, nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.msg) {
+			t.Errorf("%q: exit %d, stderr %q, want exit 2 and %q", c.args, code, errOut.String(), c.msg)
+		}
+	}
+}
+
+// TestInstallWaitsForAnswers: with --wait-answers, install returns once every
+// ready pod answers the zone at its address, and not before.
+func TestInstallWaitsForAnswers(t *testing.T) {
+	var asked, answerFrom atomic.Int32
+	answerFrom.Store(3) // the pod answers from its third question on, as after a reload
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		if n := asked.Add(1); q.Question[0].Name != "dns-version.clusterset.local." || n < answerFrom.Load() {
+			m.Rcode = dns.RcodeNameError
+		} else {
+			m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{"1.0.0"}}}
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	defer func() { _ = srv.Shutdown() }()
+	port := int32(pc.LocalAddr().(*net.UDPAddr).Port)
+
+	cm, dep, role := kubeadmObjects(t, "testdata/kubeadm.Corefile")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-1", Namespace: "kube-system", Labels: dep.Spec.Selector.MatchLabels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "coredns", Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: port, Protocol: corev1.ProtocolUDP}}}}},
+		Status:     corev1.PodStatus{PodIP: "127.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	notReady := pod.DeepCopy()
+	notReady.Name, notReady.Status.PodIP, notReady.Status.Conditions = "coredns-2", "192.0.2.1", nil // never asked
+	c := newClientset(t, cm, dep, role, pod, notReady)
+	o, out, _ := newOptions()
+	o.waitAnswers, o.wait = true, 30*time.Second
+	if err := install(context.Background(), c, o); err != nil {
+		t.Fatal(err)
+	}
+	if n := asked.Load(); n < 3 {
+		t.Errorf("install returned after %d questions, before the pod answered", n)
+	}
+	if !strings.Contains(out.String(), "every ready pod answers clusterset.local") {
+		t.Errorf("output:\n%s", out)
+	}
+
+	// A pod that never answers: install says which, once --wait is over.
+	answerFrom.Store(1 << 30)
+	o.wait = 3 * time.Second
+	err = waitAnswers(context.Background(), c, o, printer{o}, dep, "clusterset.local.")
+	if err == nil || !strings.Contains(err.Error(), "coredns-1") {
+		t.Errorf("waitAnswers with a pod that never answers: %v", err)
 	}
 }

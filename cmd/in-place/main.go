@@ -1,26 +1,16 @@
 // Command in-place adds the multicluster plugin to the cluster's own CoreDNS
-// (kubeadm's layout by default) and takes it out again:
-//
-//	in-place install --image IMAGE [flags]
-//	in-place uninstall [--force] [flags]
-//	in-place corefile [--zone ZONE] < Corefile
-//
-// install adds to CoreDNS's ClusterRole the rules of deploy/rbac.yaml it
-// lacks, sets the CoreDNS container's image to IMAGE (CoreDNS built with the
-// plugin) and adds "multicluster ZONE" before the kubernetes directive of the
-// Corefile, in that order. It keeps the originals in the ConfigMap
-// coredns-multicluster-in-place; uninstall restores them, in the reverse
-// order. corefile prints the edited Corefile and reads nothing else.
-//
-// deploy/in-place.sh builds and runs it.
+// (kubeadm's layout by default) and takes it out again; usage below says
+// what install and uninstall change, and in which order. corefile prints the
+// edited Corefile and reads nothing else. deploy/in-place.sh builds and runs
+// it; the Job of deploy/in-place runs it from the image with --image-of-pod.
 //
 // Files: main.go (the subcommands and flags), corefile.go (the Corefile
-// edit, through CoreDNS's own Corefile parser, and the refusals that say
+// edit, located with CoreDNS's own Corefile lexer, and the refusals that say
 // why an edit is not made), install.go (install and uninstall against the
-// API server, and the state ConfigMap) and rbac.go (the rules of
-// deploy/rbac.yaml and which of them a ClusterRole lacks). testdata/ holds
-// the Corefiles corefile_test.go edits, each with the edit it expects
-// (.golden) or the refusal (.err); testdata/README.md says more.
+// API server, our ClusterRole and binding, and the state ConfigMap) and
+// rbac.go (the rules of deploy/rbac.yaml). testdata/ holds the Corefiles
+// corefile_test.go edits, each with the edit it expects (.golden) or the
+// refusal (.err); testdata/README.md says more.
 package main
 
 import (
@@ -38,22 +28,26 @@ import (
 )
 
 const usage = `usage:
-  in-place install --image IMAGE [flags]   add the multicluster plugin to the cluster's CoreDNS
-  in-place uninstall [--force] [flags]     restore what install changed
-  in-place corefile [--zone ZONE]          read a Corefile on stdin, print it edited on stdout
+  in-place install --image IMAGE [flags]         add the multicluster plugin to the cluster's CoreDNS
+  in-place install --image-of-pod POD [flags]    the same, with the image of POD's first container
+  in-place uninstall [--force] [flags]           restore what install changed
+  in-place corefile [--zone ZONE]                read a Corefile on stdin, print it edited on stdout
 
-install, in this order: adds to the ClusterRole the rules of deploy/rbac.yaml it
-lacks; sets the CoreDNS container's image to IMAGE (CoreDNS built with the
+install, in this order: creates the ClusterRole coredns-multicluster-in-place
+with the rules of deploy/rbac.yaml and a ClusterRoleBinding of that name to
+the ServiceAccount of CoreDNS's Deployment (CoreDNS's own ClusterRole is not
+touched); sets the CoreDNS container's image to IMAGE (CoreDNS built with the
 plugin) and waits for the rollout; adds "multicluster ZONE" before the
 kubernetes directive of the Corefile. The originals are kept in the ConfigMap
-coredns-multicluster-in-place. Run again, install only sets the image.
+coredns-multicluster-in-place. Run again, install only sets the image and the
+binding's ServiceAccount.
 
-uninstall restores the Corefile, the image and the rules, in this order, and
-deletes that ConfigMap. It refuses when one of them changed since install;
---force restores the originals anyway.
+uninstall restores the Corefile and the image, in this order, then deletes the
+ClusterRoleBinding, the ClusterRole and that ConfigMap. It refuses when the
+Corefile or the image changed since install; --force restores them anyway.
 
 The kubeconfig is read as kubectl reads it (KUBECONFIG, ~/.kube/config,
---kubeconfig, --context).
+--kubeconfig, --context); without one, in a pod, the pod's ServiceAccount.
 
 flags:
 `
@@ -106,12 +100,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cmd == "corefile" {
 		return corefileCmd(o.zone, stdin, stdout, stderr)
 	}
-	if cmd == "install" && o.image == "" {
-		fmt.Fprintln(stderr, "error: install needs --image IMAGE (CoreDNS built with the multicluster plugin)")
-		return 2
-	}
-	if cmd == "uninstall" && (o.image != "") {
-		fmt.Fprintln(stderr, "error: uninstall takes no --image: it restores the original")
+	if cmd == "install" && (o.image == "") == (o.imageOfPod == "") {
+		fmt.Fprintln(stderr, "error: install needs one of --image IMAGE (CoreDNS built with the multicluster plugin) and --image-of-pod POD")
 		return 2
 	}
 
@@ -119,14 +109,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "error: kubeconfig: %v\n", err)
-		return 1
+		return fail(stderr, fmt.Errorf("kubeconfig: %w", err))
 	}
 	cfg.UserAgent = "coredns-multicluster-in-place"
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
+		return fail(stderr, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -136,13 +124,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = uninstall(ctx, c, o)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		if isRefusal(err) {
-			return 2
-		}
-		return 1
+		return fail(stderr, err)
 	}
 	return 0
+}
+
+// fail prints err; the exit code is 2 for a refusal, else 1.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "error: %v\n", err)
+	if isRefusal(err) {
+		return 2
+	}
+	return 1
 }
 
 func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.FlagSet {
@@ -158,11 +151,12 @@ func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.Fla
 	fs.StringVar(&o.key, "key", "Corefile", "the ConfigMap's key that holds the Corefile")
 	fs.StringVar(&o.deployment, "deployment", "coredns", "CoreDNS's Deployment")
 	fs.StringVar(&o.container, "container", "coredns", "the Deployment's CoreDNS container")
-	fs.StringVar(&o.clusterRole, "clusterrole", "system:coredns", "the ClusterRole bound to CoreDNS's ServiceAccount")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
 	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for the Deployment's rollout before the next step; 0: do not wait")
 	if cmd == "install" || cmd == "help" {
-		fs.StringVar(&o.image, "image", "", "CoreDNS built with the multicluster plugin (required)")
+		fs.BoolVar(&o.waitAnswers, "wait-answers", false, "install: then wait until every ready CoreDNS pod answers the zone, asked at its pod address (in the cluster: the Job)")
+		fs.StringVar(&o.image, "image", "", "CoreDNS built with the multicluster plugin (this or --image-of-pod)")
+		fs.StringVar(&o.imageOfPod, "image-of-pod", "", "install the image of this pod's first container (a pod in --namespace)")
 	}
 	if cmd == "uninstall" || cmd == "help" {
 		fs.BoolVar(&o.force, "force", false, "restore the originals even where someone changed them since install")
@@ -174,37 +168,24 @@ func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.Fla
 func corefileCmd(zone string, stdin io.Reader, stdout, stderr io.Writer) int {
 	in, err := io.ReadAll(stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "error: reading stdin: %v\n", err)
-		return 1
+		return fail(stderr, fmt.Errorf("reading stdin: %w", err))
 	}
 	e, err := editCorefile(string(in), zone)
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		if isRefusal(err) {
-			return 2
-		}
-		return 1
+		return fail(stderr, err)
 	}
 	for _, n := range e.notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	switch {
 	case !e.changed:
-		fmt.Fprintf(stderr, "note: server block %q already has multicluster %s (line %d): nothing to change\n", e.block, display(mustZone(zone)), e.line)
+		fmt.Fprintf(stderr, "note: server block %q already has multicluster %s (line %d): nothing to change\n", e.block, e.zone, e.line)
 	case e.converted:
-		fmt.Fprintf(stderr, "note: server block %q: moved %s from the kubernetes plugin's multicluster option to the multicluster plugin (line %d)\n", e.block, display(mustZone(zone)), e.line)
+		fmt.Fprintf(stderr, "note: server block %q: moved %s from the kubernetes plugin's multicluster option to the multicluster plugin (line %d)\n", e.block, e.zone, e.line)
 	}
 	if !e.reload {
 		fmt.Fprintf(stderr, "note: server block %q has no reload plugin: restart CoreDNS after changing its Corefile\n", e.block)
 	}
 	fmt.Fprint(stdout, e.out)
 	return 0
-}
-
-func mustZone(z string) string {
-	f, err := normalizeZone(z)
-	if err != nil {
-		return z
-	}
-	return f
 }

@@ -47,6 +47,9 @@ const (
 	uid  = 65532
 	// Path is where the binary sits in the image, and the entrypoint.
 	Path = "/coredns"
+	// InPlacePath is where the in-place command (cmd/in-place) sits: the
+	// Jobs of deploy/in-place run it from the image.
+	InPlacePath = "/in-place"
 )
 
 // Labels are the image's fixed labels; Options.Revision adds
@@ -64,6 +67,8 @@ var ExposedPorts = []string{"53/udp", "53/tcp"}
 type Options struct {
 	// Binary is the static CoreDNS executable.
 	Binary string
+	// InPlace, when set, is the static in-place executable, put at InPlacePath.
+	InPlace string
 	// Created is every timestamp of the image: config, history, file.
 	Created time.Time
 	// Revision, when set, is the org.opencontainers.image.revision label.
@@ -71,6 +76,9 @@ type Options struct {
 	// NetBindService gives the binary the file capability
 	// cap_net_bind_service=+ep, as the Dockerfile's setcap does.
 	NetBindService bool
+	// Title, when set, names another CoreDNS build (stock CoreDNS for the
+	// one-node cluster): the labels are then only its title and Description.
+	Title, Description string
 }
 
 func main() {
@@ -78,38 +86,51 @@ func main() {
 		o   Options
 		out string
 		tag string
+		fs  Rootfs
 	)
 	flag.StringVar(&o.Binary, "binary", "", "the static CoreDNS binary (built with CGO_ENABLED=0)")
+	flag.StringVar(&o.InPlace, "in-place", "", "the static in-place binary (cmd/in-place), put at "+InPlacePath)
 	flag.StringVar(&out, "o", "", "the tarball to write")
 	flag.StringVar(&tag, "tag", DefaultTag, "the image's name in the tarball")
 	flag.StringVar(&o.Revision, "revision", "", "the source revision, for the org.opencontainers.image.revision label")
+	flag.StringVar(&o.Title, "title", "", "another CoreDNS build's title label (labels are then title and -description only)")
+	flag.StringVar(&o.Description, "description", "", "with -title, the description label")
+	flag.StringVar(&fs.Dir, "rootfs", "", "instead of -binary: a directory that becomes the image's only layer, owned by root")
+	flag.Func("entrypoint", "with -rootfs, the entrypoint: one flag per argument", func(s string) error {
+		fs.Entrypoint = append(fs.Entrypoint, s)
+		return nil
+	})
 	flag.BoolVar(&o.NetBindService, "net-bind-service", true,
 		"give "+Path+" the file capability cap_net_bind_service=+ep, so that user 65532 binds port 53 where the runtime grants NET_BIND_SERVICE")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: image -binary COREDNS -o TARBALL [flags]\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: image -binary COREDNS -o TARBALL [flags]\n       image -rootfs DIR -entrypoint ARG... -o TARBALL -tag NAME\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if o.Binary == "" || out == "" || flag.NArg() > 0 {
+	if (o.Binary == "") == (fs.Dir == "") || out == "" || flag.NArg() > 0 || (fs.Dir != "" && len(fs.Entrypoint) == 0) {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(o, out, tag); err != nil {
+	build := func(created time.Time) (v1.Image, error) { o.Created = created; return Image(o) }
+	if fs.Dir != "" {
+		build = func(created time.Time) (v1.Image, error) { fs.Created = created; return fs.Image() }
+	}
+	if err := run(build, out, tag); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o Options, out, tag string) error {
-	var err error
-	if o.Created, err = sourceDateEpoch(); err != nil {
+func run(build func(time.Time) (v1.Image, error), out, tag string) error {
+	created, err := sourceDateEpoch()
+	if err != nil {
 		return err
 	}
 	ref, err := name.NewTag(tag, name.StrictValidation)
 	if err != nil {
 		return fmt.Errorf("tag %q: %w", tag, err)
 	}
-	img, err := Image(o)
+	img, err := build(created)
 	if err != nil {
 		return err
 	}
@@ -151,18 +172,23 @@ func Image(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := Layer(bin, o.Created, o.NetBindService)
+	var inPlace []byte
+	if o.InPlace != "" {
+		if _, err := StaticArch(o.InPlace); err != nil {
+			return nil, err
+		}
+		if inPlace, err = os.ReadFile(o.InPlace); err != nil {
+			return nil, err
+		}
+	}
+	layerTar, err := Layer(bin, o.Created, o.NetBindService, inPlace)
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-
 	labels := maps.Clone(Labels)
+	if o.Title != "" {
+		labels = map[string]string{"org.opencontainers.image.title": o.Title, "org.opencontainers.image.description": o.Description}
+	}
 	if o.Revision != "" {
 		labels["org.opencontainers.image.revision"] = o.Revision
 	}
@@ -170,35 +196,44 @@ func Image(o Options) (v1.Image, error) {
 	for _, p := range ExposedPorts {
 		ports[p] = struct{}{}
 	}
-	created := v1.Time{Time: o.Created}
-	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
-		Architecture: arch,
-		OS:           "linux",
-		Created:      created,
-		Config: v1.Config{
-			User:         User,
-			Entrypoint:   []string{Path},
-			ExposedPorts: ports,
-			Labels:       labels,
-			WorkingDir:   "/",
-		},
-		RootFS: v1.RootFS{Type: "layers"},
+	return oneLayer(layerTar, arch, o.Created, v1.Config{
+		User:         User,
+		Entrypoint:   []string{Path},
+		ExposedPorts: ports,
+		Labels:       labels,
+		WorkingDir:   "/",
+	}, v1.History{
+		CreatedBy: fmt.Sprintf("hack/image: COPY coredns %s (owner %s, mode 0755)%s", Path, User, inPlaceNote(inPlace)),
+		Comment:   "static CoreDNS with the multicluster plugin",
+	})
+}
+
+// oneLayer is the image of one layer, layerTar (uncompressed), on an empty
+// base, for linux/arch, with cfg, every timestamp created.
+func oneLayer(layerTar []byte, arch string, created time.Time, cfg v1.Config, history v1.History) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return mutate.Append(img, mutate.Addendum{
-		Layer: layer,
-		History: v1.History{
-			Created:   created,
-			CreatedBy: fmt.Sprintf("hack/image: COPY coredns %s (owner %s, mode 0755)", Path, User),
-			Comment:   "static CoreDNS with the multicluster plugin",
-		},
+	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
+		Architecture: arch,
+		OS:           "linux",
+		Created:      v1.Time{Time: created},
+		Config:       cfg,
+		RootFS:       v1.RootFS{Type: "layers"},
 	})
+	if err != nil {
+		return nil, err
+	}
+	history.Created = v1.Time{Time: created}
+	return mutate.Append(img, mutate.Addendum{Layer: layer, History: history})
 }
 
-// Layer is the uncompressed tar of the image's only layer: bin as /coredns.
-func Layer(bin []byte, mtime time.Time, netBindService bool) ([]byte, error) {
+// Layer is the uncompressed tar of the image's only layer: bin as /coredns,
+// and inPlace, when not nil, as /in-place (without the capability).
+func Layer(bin []byte, mtime time.Time, netBindService bool, inPlace []byte) ([]byte, error) {
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     Path[1:],
@@ -221,6 +256,16 @@ func Layer(bin []byte, mtime time.Time, netBindService bool) ([]byte, error) {
 	}
 	if _, err := tw.Write(bin); err != nil {
 		return nil, err
+	}
+	if inPlace != nil {
+		h := *hdr
+		h.Name, h.Size, h.PAXRecords = InPlacePath[1:], int64(len(inPlace)), nil
+		if err := tw.WriteHeader(&h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(inPlace); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -295,4 +340,11 @@ func Write(path string, ref name.Reference, img v1.Image) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+func inPlaceNote(inPlace []byte) string {
+	if inPlace == nil {
+		return ""
+	}
+	return fmt.Sprintf("; COPY in-place %s (owner %s, mode 0755)", InPlacePath, User)
 }

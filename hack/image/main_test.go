@@ -41,7 +41,7 @@ func staticHello(t *testing.T) string {
 func TestImage(t *testing.T) {
 	bin := staticHello(t)
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	img, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
+	img, err := Image(Options{Binary: bin, InPlace: bin, Created: created, Revision: "abc123", NetBindService: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestImage(t *testing.T) {
 	checkLayer(t, back, bin, created)
 
 	// Reproducible: the same input gives the same image.
-	again, err := Image(Options{Binary: bin, Created: created, Revision: "abc123", NetBindService: true})
+	again, err := Image(Options{Binary: bin, InPlace: bin, Created: created, Revision: "abc123", NetBindService: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +143,24 @@ func checkLayer(t *testing.T, img v1.Image, bin string, created time.Time) {
 	if !bytes.Equal(content, orig) {
 		t.Errorf("/coredns holds %d bytes, want the binary's %d", len(content), len(orig))
 	}
+	// The in-place command, for the Jobs of deploy/in-place: same owner and
+	// mode, no capability.
+	if hdr, err = tr.Next(); err != nil {
+		t.Fatalf("no /in-place in the layer: %v", err)
+	}
+	if hdr.Name != "in-place" || hdr.Typeflag != tar.TypeReg || hdr.Mode != 0o755 || hdr.Uid != 65532 || hdr.Gid != 65532 || !hdr.ModTime.Equal(created) || len(hdr.PAXRecords) != 0 {
+		t.Errorf("layer entry %q type %c mode %o owner %d:%d mtime %v records %v", hdr.Name, hdr.Typeflag, hdr.Mode, hdr.Uid, hdr.Gid, hdr.ModTime, hdr.PAXRecords)
+	}
+	if content, _ = io.ReadAll(tr); !bytes.Equal(content, orig) {
+		t.Errorf("/in-place holds %d bytes, want the binary's %d", len(content), len(orig))
+	}
 	if _, err := tr.Next(); !errors.Is(err, io.EOF) {
-		t.Errorf("more than one entry in the layer: %v", err)
+		t.Errorf("more than two entries in the layer: %v", err)
 	}
 }
 
 func TestWithoutCapability(t *testing.T) {
-	layer, err := Layer([]byte("x"), time.Unix(0, 0), false)
+	layer, err := Layer([]byte("x"), time.Unix(0, 0), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 	"github.com/clustersetdns/multicluster/test/e2e/sandbox"
 )
@@ -148,4 +152,41 @@ func TestCoreDNSChartValues(t *testing.T) {
 	if n := strings.Count(strings.ToLower(out), "forbidden"); n != 2 {
 		t.Errorf("%d denials in the log, want only the CRD's and the ClusterProperty's:\n%s", n, out)
 	}
+}
+
+// answersClusterAndZone asks a pod that runs the cluster's CoreDNS with the
+// plugin: kubernetes.default.svc.cluster.local answers the kubernetes
+// Service's address, and every contract question in the zone its answer. A
+// cache in the cluster's Corefile lowers TTLs, so rcode and answer records
+// are compared.
+func answersClusterAndZone(ctx context.Context, t *testing.T, e *harness.Env, pod *sandbox.Pod) {
+	t.Helper()
+	svc, err := e.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, func() error {
+		r, err := pod.Dig("kubernetes.default.svc.cluster.local.", "A")
+		if err == nil {
+			if err = (contract.Want{Answer: []string{contract.A("kubernetes.default.svc.cluster.local.", svc.Spec.ClusterIP)}}).CheckAnswer(r.Msg()); err != nil {
+				err = harness.Permanent(fmt.Errorf("kubernetes.default.svc.cluster.local A: %v\n%s", err, r))
+			}
+		}
+		return err
+	})
+	asked := 0
+	for _, tc := range contract.Cases {
+		if !dns.IsSubDomain(apex, tc.Name) {
+			continue
+		}
+		asked++
+		r, err := pod.Dig(tc.Name, tc.Type, ownAddressOverTCP(tc)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.Want.CheckAnswer(r.Msg()); err != nil {
+			t.Errorf("%s %s: %v\n%s", tc.Name, tc.Type, err, r)
+		}
+	}
+	t.Logf("kubernetes.default.svc.cluster.local and %d contract questions answered by the cluster's CoreDNS with the plugin", asked)
 }

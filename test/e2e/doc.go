@@ -36,7 +36,9 @@
 //   - Installing: deploy_test.go (deploy/'s manifests), chart_test.go and
 //     chartvalues_test.go (the chart, and the official coredns chart's
 //     values), forwarding_test.go (every snippet of deploy/forwarding.md),
-//     inplace_test.go (deploy/in-place.sh on kubeadm's CoreDNS),
-//     image_test.go and runc_test.go (the image, and under runc),
+//     image_test.go (the image; runc_test.go has what chartvalues_test.go
+//     needs to run it under runc),
 //     monitoring_test.go (the metrics the dashboard and rules read exist).
+//   - In a cluster: the package cluster (hack/cluster.sh's one node), run by
+//     hack/test.sh after this one.
 package e2e

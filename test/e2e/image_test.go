@@ -184,8 +184,8 @@ func checkStaticStripped(t *testing.T, bin string) {
 	}
 }
 
-// extractCoreDNS checks the layer holds /coredns alone, as the image needs
-// it, and writes it to a temporary directory.
+// extractCoreDNS checks the layer holds /coredns, as the image needs it,
+// and /in-place, and writes /coredns to a temporary directory.
 func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 	t.Helper()
 	rc, err := layer.Uncompressed()
@@ -195,6 +195,7 @@ func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	var bin string
+	inPlace := false
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -203,8 +204,20 @@ func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.TrimPrefix(hdr.Name, "./") != "coredns" {
-			t.Errorf("the layer holds %q, want /coredns only", hdr.Name)
+		switch strings.TrimPrefix(hdr.Name, "./") {
+		case "coredns":
+		case "in-place":
+			// The in-place command of deploy/in-place's Jobs: same owner and
+			// mode, no capability, built as the Makefile's in-place target.
+			inPlace = true
+			if hdr.Typeflag != tar.TypeReg || hdr.Mode&0o7777 != 0o755 || hdr.Uid != 65532 || hdr.Gid != 65532 || len(hdr.PAXRecords) != 0 {
+				t.Errorf("/in-place: type %q, mode %o, owner %d:%d, records %v; want a file, 0755, 65532:65532, no capability",
+					hdr.Typeflag, hdr.Mode, hdr.Uid, hdr.Gid, hdr.PAXRecords)
+			}
+			checkBuiltFrom(t, tr, "github.com/clustersetdns/multicluster/cmd/in-place")
+			continue
+		default:
+			t.Errorf("the layer holds %q, want /coredns and /in-place only", hdr.Name)
 			continue
 		}
 		if hdr.Typeflag != tar.TypeReg || hdr.Mode&0o7777 != 0o755 || hdr.Uid != 65532 || hdr.Gid != 65532 {
@@ -232,7 +245,36 @@ func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 	if bin == "" {
 		t.Fatal("the layer holds no /coredns")
 	}
+	if !inPlace {
+		t.Error("the layer holds no /in-place")
+	}
 	return bin
+}
+
+// checkBuiltFrom checks that the executable r holds is main package pkg,
+// static and built with -trimpath.
+func checkBuiltFrom(t *testing.T, r io.Reader, pkg string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	data, err := io.ReadAll(r)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if info.Path != pkg || settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+		t.Errorf("%s is %s built with CGO_ENABLED=%q -trimpath=%q; want %s with CGO_ENABLED=0 -trimpath",
+			path, info.Path, settings["CGO_ENABLED"], settings["-trimpath"], pkg)
+	}
 }
 
 // TestImageBuildsRunTheMakefile: the Dockerfile and hack/image.sh build
@@ -241,10 +283,12 @@ func extractCoreDNS(t *testing.T, layer v1.Layer) string {
 // binary goes.
 func TestImageBuildsRunTheMakefile(t *testing.T) {
 	joined := regexp.MustCompile(`\\\n\s*`) // continuation lines joined
-	makeCoreDNS := regexp.MustCompile(`\bmake (.* )?coredns BIN=`)
+	makeCoreDNS := regexp.MustCompile(`\bmake (.* )?coredns( [a-z-]+)* BIN=`)
+	makeInPlace := regexp.MustCompile(`\bmake (.* )?in-place( .*)? IN_PLACE=`)
 	for _, file := range []string{"Dockerfile", "hack/image.sh"} {
 		text := joined.ReplaceAllString(readRepoFile(t, file), "")
 		var runs []string
+		inPlace := 0
 		for line := range strings.Lines(text) {
 			line = strings.TrimSpace(line)
 			if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "echo ") {
@@ -256,9 +300,15 @@ func TestImageBuildsRunTheMakefile(t *testing.T) {
 			if makeCoreDNS.MatchString(line) {
 				runs = append(runs, line)
 			}
+			if makeInPlace.MatchString(line) {
+				inPlace++
+			}
 		}
 		if len(runs) != 1 {
 			t.Errorf("%s runs make coredns BIN=... %d times, want once: %q", file, len(runs), runs)
+		}
+		if inPlace != 1 {
+			t.Errorf("%s runs make in-place IN_PLACE=... %d times, want once", file, inPlace)
 		}
 	}
 	cmd := exec.Command("make", "-s", "-n", "-C", env.Repo, "coredns", "BIN=/somewhere/coredns")

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -22,10 +23,15 @@ func main() {
 }
 
 func run() error {
+	// dns.imageTag of kubeadm's ClusterConfiguration: the one-node cluster
+	// (hack/cluster.sh) runs kubeadm's objects on stock CoreDNS v1.15.0.
+	tag := flag.String("image-tag", "", "kubeadm's dns.imageTag (kubeadm's own default when empty)")
+	flag.Parse()
 	// kubeadm's defaults: cluster.local, 10.96.0.0/12, registry.k8s.io.
 	cfg, err := configutil.DefaultedStaticInitConfiguration()
 	if err != nil {
 		return err
 	}
+	cfg.ClusterConfiguration.DNS.ImageTag = *tag
 	return dns.EnsureDNSAddon(&cfg.ClusterConfiguration, nil, "", os.Stdout, true)
 }

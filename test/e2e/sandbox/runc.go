@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"archive/tar"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,28 +246,4 @@ func (c *Runc) Exited(within time.Duration) (bool, error) {
 func (c *Runc) Output() string {
 	b, _ := os.ReadFile(c.out)
 	return string(b)
-}
-
-// WaitRunning waits until `runc state` says running and returns the
-// container's process ID, as the host sees it.
-func (c *Runc) WaitRunning(within time.Duration) (pid int, err error) {
-	err = harness.Poll(within, func() error {
-		if ok, err := c.Exited(0); ok {
-			return harness.Permanent(fmt.Errorf("runc run exited: %v\n%s", err, c.Output()))
-		}
-		out, err := exec.Command("runc", "--root", c.state, "state", c.ID).Output()
-		var st struct {
-			Status string
-			Pid    int
-		}
-		if err == nil {
-			err = json.Unmarshal(out, &st)
-		}
-		if err == nil && st.Status != "running" {
-			err = fmt.Errorf("container %s: %s", c.ID, st.Status)
-		}
-		pid = st.Pid
-		return err
-	})
-	return pid, err
 }
