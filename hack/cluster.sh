@@ -409,6 +409,10 @@ up() {
 	[ -e /var/log/containers ] || echo /var/log/containers >>"$run/made"
 	[ -e /run/containerd ] || echo /run/containerd >>"$run/made"
 	findmnt -rn /run/netns >/dev/null || echo /run/netns >>"$run/made"
+	# The pods' network namespaces that are not this cluster's: down keeps
+	# these and takes every other one away, also those of a sandbox whose
+	# task was gone before down (a teardown the kubelet's stop cut short).
+	{ ls /run/netns 2>/dev/null | grep '^cni-' || true; } >"$run/netns-before"
 	certs
 	network
 	containerd_up
@@ -454,7 +458,8 @@ down() {
 	pkill -KILL -f "containerd-shim.* -address $sock" 2>/dev/null || true
 	for ns in /run/netns/cni-*; do
 		[ -e "$ns" ] || continue
-		if grep -qx "$(stat -L -c %i "$ns" 2>/dev/null)" <<<"$inodes"; then
+		if grep -qx "$(stat -L -c %i "$ns" 2>/dev/null)" <<<"$inodes" ||
+			{ [ -e "$run/netns-before" ] && ! grep -qx "${ns##*/}" "$run/netns-before"; }; then
 			umount "$ns" 2>/dev/null || true
 			rm -f "$ns"
 		fi
