@@ -639,7 +639,9 @@ func spans(line string, words []token) ([][2]int, bool) {
 
 // removeWords removes from line n, which holds words, those after the first
 // that are fqdn, each with the blanks before it; all else stays byte for
-// byte.
+// byte, but that a blank takes the place of a quoted word that nothing
+// parted from what follows it (`"zone"{`), which would glue to the word
+// before it.
 func removeWords(line string, n int, words []token, fqdn string) (string, error) {
 	sp, ok := spans(line, words)
 	if !ok {
@@ -647,7 +649,11 @@ func removeWords(line string, n int, words []token, fqdn string) (string, error)
 	}
 	for i := len(words) - 1; i >= 1; i-- {
 		if dns.Fqdn(strings.ToLower(words[i].text)) == fqdn {
-			line = line[:sp[i-1][1]] + line[sp[i][1]:]
+			rest, sep := line[sp[i][1]:], ""
+			if r := strings.TrimRight(rest, "\r"); r != "" && !unicode.IsSpace(rune(r[0])) {
+				sep = " "
+			}
+			line = line[:sp[i-1][1]] + sep + rest
 		}
 	}
 	return line, nil
