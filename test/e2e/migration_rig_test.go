@@ -15,12 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	"sigs.k8s.io/yaml"
 
@@ -30,7 +28,9 @@ import (
 
 // What the migration tests between the shapes share: the CRDs, a control
 // plane and a CoreDNS of each test's own (so that the tests run side by
-// side), a prober of every name, and the steps of a migration.
+// side), a prober of every name, and the steps of a migration. The control
+// plane, CoreDNS, metrics and CRD writes are the harness's; what stays here
+// are the steps, and the names other tests use (migRig, prober, migImport).
 
 const migSIName = "serviceimports.multicluster.x-k8s.io"
 
@@ -47,8 +47,8 @@ func migUpstreamCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	if err := yaml.UnmarshalStrict(mcscrd.ServiceImportCRD, crd); err != nil {
 		t.Fatalf("mcs-api's ServiceImport CRD: %v", err)
 	}
-	if got := migVersionNames(crd); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) || crdStorageVersion(crd) != "v1beta1" {
-		t.Fatalf("mcs-api's ServiceImport CRD serves %v with storage %s, want [v1alpha1 v1beta1] with storage v1beta1", got, crdStorageVersion(crd))
+	if got := harness.ServedVersions(crd); !slices.Equal(got, []string{"v1alpha1", "v1beta1"}) || harness.StorageVersion(crd) != "v1beta1" {
+		t.Fatalf("mcs-api's ServiceImport CRD serves %v with storage %s, want [v1alpha1 v1beta1] with storage v1beta1", got, harness.StorageVersion(crd))
 	}
 	return crd
 }
@@ -67,11 +67,7 @@ func migUpstreamV1alpha1Only(t testing.TB) *apiextensionsv1.CustomResourceDefini
 // migReadCRD reads the ServiceImport CRD of <repo>/<dir>.
 func migReadCRD(t testing.TB, dir string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	repo, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := harness.ServiceImportCRD(repo, dir)
+	crd, err := harness.ServiceImportCRD(env.Repo, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,52 +96,15 @@ func migV1alpha2StorageCRD(t testing.TB) *apiextensionsv1.CustomResourceDefiniti
 // upstream's schemas, and v1alpha2, and stores storage.
 func migCheckVersions(t testing.TB, what string, crd *apiextensionsv1.CustomResourceDefinition, storage string) {
 	t.Helper()
-	var served []string
-	for _, v := range crd.Spec.Versions {
-		if v.Served {
-			served = append(served, v.Name)
-		}
-	}
-	slices.Sort(served)
-	if !slices.Equal(served, []string{"v1alpha1", "v1alpha2", "v1beta1"}) || crdStorageVersion(crd) != storage {
-		t.Fatalf("%s serves %v with storage %s, want [v1alpha1 v1alpha2 v1beta1] with storage %s", what, served, crdStorageVersion(crd), storage)
+	if served := harness.ServedVersions(crd); !slices.Equal(served, []string{"v1alpha1", "v1alpha2", "v1beta1"}) || harness.StorageVersion(crd) != storage {
+		t.Fatalf("%s serves %v with storage %s, want [v1alpha1 v1alpha2 v1beta1] with storage %s", what, served, harness.StorageVersion(crd), storage)
 	}
 	for _, up := range migUpstreamCRD(t).Spec.Versions {
-		ours := migVersion(crd, up.Name)
-		if ours == nil || !migEqualJSON(t, ours.Schema, up.Schema) {
+		ours := harness.CRDVersion(crd, up.Name)
+		if ours == nil || !apiequality.Semantic.DeepEqual(ours.Schema, up.Schema) {
 			t.Fatalf("%s: version %s's schema differs from mcs-api v0.5.2's", what, up.Name)
 		}
 	}
-}
-
-func migEqualJSON(t testing.TB, a, b any) bool {
-	t.Helper()
-	ja, err := yaml.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jb, err := yaml.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(ja) == string(jb)
-}
-
-func migVersionNames(crd *apiextensionsv1.CustomResourceDefinition) []string {
-	var names []string
-	for _, v := range crd.Spec.Versions {
-		names = append(names, v.Name)
-	}
-	return names
-}
-
-func migVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *apiextensionsv1.CustomResourceDefinitionVersion {
-	for i := range crd.Spec.Versions {
-		if crd.Spec.Versions[i].Name == name {
-			return &crd.Spec.Versions[i]
-		}
-	}
-	return nil
 }
 
 // migPorts are the ports of every ServiceImport and EndpointSlice of these
@@ -213,7 +172,6 @@ func (p *prober) start(ctx context.Context) (stop func()) {
 }
 
 func (p *prober) run(ctx context.Context) {
-	c := &dns.Client{Timeout: 2 * time.Second}
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		names := make([]string, 0, len(p.want))
@@ -226,9 +184,9 @@ func (p *prober) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			m := new(dns.Msg)
-			m.SetQuestion(name, dns.TypeA)
-			r, _, err := c.Exchange(m, p.addr)
+			r, err := harness.Exchange(p.addr, name, dns.TypeA)
+			// The name's answers are read after the lookup, so that a name
+			// forgotten while it was in flight counts nothing.
 			p.mu.Lock()
 			want, ok := p.want[name]
 			p.mu.Unlock()
@@ -262,12 +220,53 @@ func (p *prober) run(ctx context.Context) {
 	}
 }
 
+// migRules are the RBAC rules a migration test's CoreDNS runs with. Every
+// migration test runs with each (migEachRules): with deploy/rbac.yaml's the
+// plugin watches the CRD and follows a version served at once; with the
+// official coredns chart's it may not read the CRD, and learns of a version
+// from discovery, asked every 30 s and at once when an object's data leaves
+// the shape it reads. Not one lookup may fail either way.
+type migRules int
+
+const (
+	rbacRules  migRules = iota // deploy/rbac.yaml's (harness.PluginIdentity)
+	chartRules                 // exactly the official coredns chart's (chartClusterRole): no read of the CRD
+)
+
+func (m migRules) String() string {
+	if m == chartRules {
+		return "chart_rules"
+	}
+	return "rbac_yaml_rules"
+}
+
+// migEachRules runs test once with each set of rules, as parallel subtests.
+func migEachRules(t *testing.T, test func(t *testing.T, rules migRules)) {
+	for _, rules := range []migRules{rbacRules, chartRules} {
+		t.Run(rules.String(), func(t *testing.T) {
+			t.Parallel()
+			test(t, rules)
+		})
+	}
+}
+
+// migStartRules is migStart for a CoreDNS that runs with rules.
+func migStartRules(t *testing.T, rules migRules, label, ns string, crd *apiextensionsv1.CustomResourceDefinition) *migRig {
+	t.Helper()
+	if rules == chartRules {
+		label += " (the coredns chart's rules)"
+	}
+	r := migStart(t, label, ns, crd)
+	r.rules = rules
+	return r
+}
+
 // migRig is one migration test's control plane, CoreDNS and prober.
 type migRig struct {
 	t     *testing.T
-	label string // names the migration in the lines the closing note quotes
+	label string   // names the migration in the lines the closing note quotes
+	rules migRules // what runCoreDNS runs CoreDNS with
 	env   *harness.Env
-	ext   apiextensions.Interface
 	ctx   context.Context
 	ns    string
 
@@ -298,7 +297,7 @@ func migStartWith(t *testing.T, label, ns string, opts harness.Options) *migRig 
 	t.Cleanup(func() { _ = menv.Stop() })
 	ctx, cancel := harness.Context(5 * time.Minute)
 	t.Cleanup(cancel)
-	r := &migRig{t: t, label: label, env: menv, ext: apiextensions.NewForConfigOrDie(menv.Config), ctx: ctx, ns: ns}
+	r := &migRig{t: t, label: label, env: menv, ctx: ctx, ns: ns}
 	if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -324,10 +323,17 @@ func (r *migRig) createSlice(es *discoveryv1.EndpointSlice) {
 }
 
 // runCoreDNS starts CoreDNS with the multicluster plugin (as the plugin's
-// least-privilege identity) and the prometheus plugin.
+// least-privilege identity, or with the coredns chart's rules when the rig
+// says so) and the prometheus plugin.
 func (r *migRig) runCoreDNS(options ...string) {
 	r.t.Helper()
-	id, err := r.env.PluginIdentity(r.ctx)
+	var id *harness.Identity
+	var err error
+	if r.rules == chartRules {
+		id, err = r.env.Identity(r.ctx, chartUser, chartClusterRole())
+	} else {
+		id, err = r.env.PluginIdentity(r.ctx)
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -354,16 +360,6 @@ func (r *migRig) answers(name string, ips ...string) {
 	r.p.expect(name, ips...)
 }
 
-// gauge reads coredns_multicluster_<name>{version}; a version the plugin
-// never set is 0.
-func (r *migRig) gauge(name, version string) (float64, error) {
-	v, err := harness.ScrapeValue(r.metricsURL, "coredns_multicluster_"+name, "version", version)
-	if errors.Is(err, harness.ErrNoSeries) {
-		return 0, nil
-	}
-	return v, err
-}
-
 // answeredFrom waits until coredns_multicluster_serviceimports says that
 // every service is answered from version and none from the other versions,
 // and logs the counts. In every set-up of these tests each version served is
@@ -373,17 +369,23 @@ func (r *migRig) answeredFrom(version string) {
 	r.t.Helper()
 	versions := []string{"v1alpha1", "v1alpha2", "v1beta1"}
 	counts := map[string]float64{version: migCount + 1}
-	harness.Eventually(r.t, 20*time.Second, func() error {
+	patience := 20 * time.Second
+	if r.rules == chartRules {
+		// Without the CRD's watch a version served, or no longer served,
+		// is learnt from discovery, asked every 30 s.
+		patience += 30 * time.Second
+	}
+	harness.Eventually(r.t, patience, func() error {
 		var errs []error
 		for _, v := range versions {
-			got, err := r.gauge("serviceimports", v)
+			got, err := harness.ScrapeGauge(r.metricsURL, "coredns_multicluster_serviceimports", "version", v)
 			if err != nil {
 				return err
 			}
 			if got != counts[v] {
 				errs = append(errs, fmt.Errorf("serviceimports{version=%q} = %v, want %v", v, got, counts[v]))
 			}
-			if got, err := r.gauge("unread_versions", v); err != nil || got != 0 {
+			if got, err := harness.ScrapeGauge(r.metricsURL, "coredns_multicluster_unread_versions", "version", v); err != nil || got != 0 {
 				errs = append(errs, fmt.Errorf("unread_versions{version=%q} = %v (%v), want 0", v, got, err))
 			}
 		}
@@ -481,7 +483,7 @@ func (r *migRig) checkLog() {
 // crd reads the ServiceImport CRD.
 func (r *migRig) crd() *apiextensionsv1.CustomResourceDefinition {
 	r.t.Helper()
-	crd, err := r.ext.ApiextensionsV1().CustomResourceDefinitions().Get(r.ctx, migSIName, metav1.GetOptions{})
+	crd, err := r.env.CRD(r.ctx, migSIName)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -491,60 +493,26 @@ func (r *migRig) crd() *apiextensionsv1.CustomResourceDefinition {
 // updateCRD changes the ServiceImport CRD's spec with change.
 func (r *migRig) updateCRD(change func(*apiextensionsv1.CustomResourceDefinition)) {
 	r.t.Helper()
-	r.writeCRD(change, r.ext.ApiextensionsV1().CustomResourceDefinitions().Update)
+	if err := r.env.UpdateCRD(r.ctx, migSIName, false, change); err != nil {
+		r.t.Fatal(err)
+	}
+	r.crdChanged = time.Now()
 }
 
 // installCRD replaces the ServiceImport CRD's spec and labels with crd's.
 func (r *migRig) installCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 	r.t.Helper()
 	r.updateCRD(func(c *apiextensionsv1.CustomResourceDefinition) {
-		c.Labels = crd.Labels
-		c.Annotations = crd.Annotations
-		c.Spec = crd.Spec
+		c.Labels, c.Annotations, c.Spec = crd.Labels, crd.Annotations, crd.Spec
 	})
-}
-
-// storedVersions sets the CRD's status.storedVersions.
-func (r *migRig) storedVersions(versions ...string) {
-	r.t.Helper()
-	r.writeCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Status.StoredVersions = versions
-	}, r.ext.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus)
-}
-
-// writeCRD reads the ServiceImport CRD, changes it and writes it back with
-// write (Update or UpdateStatus), again on a conflict.
-func (r *migRig) writeCRD(change func(*apiextensionsv1.CustomResourceDefinition),
-	write func(context.Context, *apiextensionsv1.CustomResourceDefinition, metav1.UpdateOptions) (*apiextensionsv1.CustomResourceDefinition, error)) {
-	r.t.Helper()
-	crds := r.ext.ApiextensionsV1().CustomResourceDefinitions()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.Get(r.ctx, migSIName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(crd)
-		_, err = write(r.ctx, crd, metav1.UpdateOptions{})
-		r.crdChanged = time.Now()
-		return err
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
 }
 
 // waitServed waits until version is served, or is not.
 func (r *migRig) waitServed(version string, served bool) {
 	r.t.Helper()
 	harness.Eventually(r.t, 30*time.Second, func() error {
-		_, err := r.env.Dynamic.Resource(migSI(version)).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
-		switch {
-		case served && err != nil:
-			return err
-		case !served && err == nil:
-			return fmt.Errorf("%s still served", version)
-		case !served && !apierrors.IsNotFound(err):
-			return fmt.Errorf("listing through %s: %v, want NotFound", version, err)
+		if is, err := r.env.Serves(r.ctx, migSI(version), r.ns); err != nil || is != served {
+			return fmt.Errorf("%s served: %v (%v), want %v", version, is, err, served)
 		}
 		return nil
 	})
@@ -635,9 +603,13 @@ func (r *migRig) updatesAfter(version string, setIP func(u *unstructured.Unstruc
 // service is answered from version.
 func (r *migRig) keepOnly(version string, gone ...string) {
 	r.t.Helper()
-	r.storedVersions(version)
+	if err := r.env.UpdateCRD(r.ctx, migSIName, true, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Status.StoredVersions = []string{version}
+	}); err != nil {
+		r.t.Fatal(err)
+	}
 	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*migVersion(crd, version)}
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{*harness.CRDVersion(crd, version)}
 	})
 	for _, v := range gone {
 		r.waitServed(v, false)

@@ -11,6 +11,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // TestUpgradeOverUpstreamCRD installs deploy/crds over mcs-api v0.5.2's CRD
@@ -18,10 +20,15 @@ import (
 // own, under continuous queries, with no options: objects stored through
 // v1beta1 are answered; `kubectl apply -f deploy/crds/` succeeds; every
 // object reads back whole through v1beta1, which stays the storage version;
-// v1alpha2 is served; not one lookup fails and every name keeps answering.
+// v1alpha2 is served; not one lookup fails and every name keeps answering,
+// with deploy/rbac.yaml's rules or the coredns chart's.
 func TestUpgradeOverUpstreamCRD(t *testing.T) {
 	t.Parallel()
-	r := migStart(t, "deploy/crds over mcs-api v0.5.2's CRD", "upgrade", migUpstreamCRD(t))
+	migEachRules(t, testUpgradeOverUpstreamCRD)
+}
+
+func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
+	r := migStartRules(t, rules, "deploy/crds over mcs-api v0.5.2's CRD", "upgrade", migUpstreamCRD(t))
 	r.begin("v1beta1", "v1beta1")
 	before, err := r.env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -69,13 +76,13 @@ func TestUpgradeOverUpstreamCRD(t *testing.T) {
 		}
 	}
 	crd := r.crd()
-	if s := crdStorageVersion(crd); s != "v1beta1" {
+	if s := harness.StorageVersion(crd); s != "v1beta1" {
 		t.Errorf("storage version %s after the apply, want v1beta1", s)
 	}
 	if got := crd.Status.StoredVersions; !slices.Equal(got, []string{"v1beta1"}) {
 		t.Errorf("storedVersions %v after the apply, want [v1beta1]", got)
 	}
-	if v := migVersion(crd, "v1alpha2"); v == nil || !v.Served {
+	if v := harness.CRDVersion(crd, "v1alpha2"); v == nil || !v.Served {
 		t.Error("v1alpha2 not served after the apply")
 	}
 	r.answeredFrom("v1beta1")

@@ -11,10 +11,15 @@ import (
 // queries, with `fallback v1alpha1`: a v1alpha1-only CRD; mcs-api v0.5.2's CRD
 // as released (v1beta1 the storage version); every object rewritten through
 // v1beta1; storedVersions down to v1beta1; v1alpha1 no longer served; then an
-// object updated. Not one lookup may fail.
+// object updated. Not one lookup may fail, with deploy/rbac.yaml's rules or
+// the coredns chart's.
 func TestMigrationUpstream(t *testing.T) {
 	t.Parallel()
-	r := migStart(t, "upstream v1alpha1 to v1beta1", "upstream", migUpstreamV1alpha1Only(t))
+	migEachRules(t, testMigrationUpstream)
+}
+
+func testMigrationUpstream(t *testing.T, rules migRules) {
+	r := migStartRules(t, rules, "upstream v1alpha1 to v1beta1", "upstream", migUpstreamV1alpha1Only(t))
 	r.begin("v1alpha1", "v1alpha1", "fallback v1alpha1")
 
 	r.probe()

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // TestMigrationV1beta1ToV1alpha2 walks a ClusterSet from upstream's v1beta1
@@ -14,10 +16,15 @@ import (
 // v1alpha2 served); deploy/crds-v1alpha2-storage (v1alpha2 the storage
 // version); every object rewritten through v1alpha2 with its fields at the
 // root; storedVersions down to v1alpha2; v1beta1 and v1alpha1 no longer
-// served; then an object updated. Not one lookup may fail.
+// served; then an object updated. Not one lookup may fail, with
+// deploy/rbac.yaml's rules or the coredns chart's.
 func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 	t.Parallel()
-	r := migStart(t, "v1beta1 to v1alpha2", "tov1alpha2", migShippedCRD(t))
+	migEachRules(t, testMigrationV1beta1ToV1alpha2)
+}
+
+func testMigrationV1beta1ToV1alpha2(t *testing.T, rules migRules) {
+	r := migStartRules(t, rules, "v1beta1 to v1alpha2", "tov1alpha2", migShippedCRD(t))
 	r.begin("v1beta1", "v1beta1")
 
 	r.probe()
@@ -25,7 +32,7 @@ func TestMigrationV1beta1ToV1alpha2(t *testing.T) {
 
 	// v1alpha2 becomes the storage version; the objects stay as stored.
 	r.installCRD(migV1alpha2StorageCRD(t))
-	if s := crdStorageVersion(r.crd()); s != "v1alpha2" {
+	if s := harness.StorageVersion(r.crd()); s != "v1alpha2" {
 		t.Fatalf("storage version %s after installing deploy/crds-v1alpha2-storage, want v1alpha2", s)
 	}
 	r.settle("v1alpha2 the storage version")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +17,6 @@ import (
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
-
-// quietWindow is how long an idle replica's requests are counted.
-const quietWindow = 65 * time.Second
 
 // stockUser is the identity of stock CoreDNS's kubernetes plugin.
 const stockUser = "coredns-stock"
@@ -49,18 +45,18 @@ func TestQuietWhenIdle(t *testing.T) {
 	r.checkLog()
 }
 
-// checkQuietIdle checks that, idle for quietWindow, ours makes at most one
+// checkQuietIdle checks that, idle for harness.QuietWindow, ours makes at most one
 // request a minute beyond its watches, and logs how many stock made. The
 // audit log does hold both replicas' requests: their first lists.
 func checkQuietIdle(t *testing.T, r *migRig) {
 	t.Helper()
 	for _, user := range []string{harness.PluginUser, stockUser} {
-		if evs, err := r.env.AuditEvents(user, time.Time{}); err != nil || len(beyondWatches(evs)) == 0 {
+		if evs, err := r.env.AuditEvents(user, time.Time{}); err != nil || len(harness.BeyondWatches(evs)) == 0 {
 			t.Fatalf("no request of %s in the audit log (%v): the log or its filter is wrong", user, err)
 		}
 	}
 	since := time.Now()
-	time.Sleep(quietWindow)
+	time.Sleep(harness.QuietWindow)
 	ours, err := r.env.AuditEvents(harness.PluginUser, since)
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +65,12 @@ func checkQuietIdle(t *testing.T, r *migRig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, theirs = beyondWatches(ours), beyondWatches(theirs)
-	perMinute := func(evs []auditv1.Event) float64 { return float64(len(evs)) / quietWindow.Minutes() }
+	ours, theirs = harness.BeyondWatches(ours), harness.BeyondWatches(theirs)
+	perMinute := func(evs []auditv1.Event) float64 { return float64(len(evs)) / harness.QuietWindow.Minutes() }
 	r.logf("idle for %s: ours made %d requests beyond its watches (%.2f a minute: %s), stock %d (%.2f a minute: %s)",
-		quietWindow, len(ours), perMinute(ours), auditSummary(ours), len(theirs), perMinute(theirs), auditSummary(theirs))
+		harness.QuietWindow, len(ours), perMinute(ours), harness.AuditSummary(ours), len(theirs), perMinute(theirs), harness.AuditSummary(theirs))
 	if perMinute(ours) > 1 {
-		t.Errorf("idle, ours made %.2f requests a minute beyond its watches, want at most 1: %s", perMinute(ours), auditSummary(ours))
+		t.Errorf("idle, ours made %.2f requests a minute beyond its watches, want at most 1: %s", perMinute(ours), harness.AuditSummary(ours))
 	}
 }
 
@@ -171,52 +167,23 @@ func TestQuietWithChartRules(t *testing.T) {
 		return nil
 	})
 	since := time.Now()
-	time.Sleep(quietWindow)
+	time.Sleep(harness.QuietWindow)
 	evs, err := r.env.AuditEvents(chartUser, since)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs = beyondWatches(evs)
-	perMinute := float64(len(evs)) / quietWindow.Minutes()
+	evs = harness.BeyondWatches(evs)
+	perMinute := float64(len(evs)) / harness.QuietWindow.Minutes()
 	r.logf("idle for %s with the coredns chart's rules: %d requests beyond its watches (%.2f a minute: %s)",
-		quietWindow, len(evs), perMinute, auditSummary(evs))
+		harness.QuietWindow, len(evs), perMinute, harness.AuditSummary(evs))
 	if perMinute > 3 {
-		t.Errorf("idle with the chart's rules, ours made %.2f requests a minute beyond its watches, want at most 3: %s", perMinute, auditSummary(evs))
+		t.Errorf("idle with the chart's rules, ours made %.2f requests a minute beyond its watches, want at most 3: %s", perMinute, harness.AuditSummary(evs))
 	}
 	if n := strings.Count(r.dns.Output(), missing); n != 1 {
 		t.Errorf("the missing CRD rule logged %d times, want once:\n%s", n, r.dns.Output())
 	}
 	r.answers("web.chart.svc.clusterset.local.", "10.73.0.1")
 	r.checkLog()
-}
-
-// beyondWatches drops the watches: what a replica asks beyond them.
-func beyondWatches(evs []auditv1.Event) []auditv1.Event {
-	var out []auditv1.Event
-	for _, ev := range evs {
-		if ev.Verb != "watch" {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// auditSummary counts requests by verb and path.
-func auditSummary(evs []auditv1.Event) string {
-	n := map[string]int{}
-	for _, ev := range evs {
-		path, _, _ := strings.Cut(ev.RequestURI, "?")
-		n[ev.Verb+" "+path]++
-	}
-	var parts []string
-	for k, v := range n {
-		parts = append(parts, fmt.Sprintf("%d× %s", v, k))
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // stockCoreDNS starts stock CoreDNS's kubernetes plugin with its

@@ -500,23 +500,33 @@ func (res *throttleResult) gaps(user string, evs []auditv1.Event) {
 		if !ok {
 			continue
 		}
-		target := auditTarget(ev)
-		for _, next := range evs[i+1:] {
-			if auditTarget(next) != target {
-				continue
-			}
-			gap := next.RequestReceivedTimestamp.Sub(ev.StageTimestamp.Time)
-			if res.minGap < 0 || gap < res.minGap {
-				res.minGap, res.gapAsked = gap, after
-			}
-			if gap < time.Duration(after)*time.Second-throttleSlack {
-				res.violations = append(res.violations, fmt.Sprintf("%s: %s %s got 429 with Retry-After %ds at %s; %s %s came %.3fs later",
-					user, ev.Verb, ev.RequestURI, after, ev.StageTimestamp.Format("15:04:05.000000"),
-					next.Verb, next.RequestURI, gap.Seconds()))
-			}
-			break
+		next, ok := nextRequest(evs, i)
+		if !ok {
+			continue
+		}
+		gap := next.RequestReceivedTimestamp.Sub(ev.StageTimestamp.Time)
+		if res.minGap < 0 || gap < res.minGap {
+			res.minGap, res.gapAsked = gap, after
+		}
+		if gap < time.Duration(after)*time.Second-throttleSlack {
+			res.violations = append(res.violations, fmt.Sprintf("%s: %s %s got 429 with Retry-After %ds at %s; %s %s came %.3fs later",
+				user, ev.Verb, ev.RequestURI, after, ev.StageTimestamp.Format("15:04:05.000000"),
+				next.Verb, next.RequestURI, gap.Seconds()))
 		}
 	}
+}
+
+// nextRequest is the first request of evs after evs[i] for the same
+// objects (auditTarget); evs are one identity's requests in the order
+// received.
+func nextRequest(evs []auditv1.Event, i int) (auditv1.Event, bool) {
+	target := auditTarget(evs[i])
+	for _, next := range evs[i+1:] {
+		if auditTarget(next) == target {
+			return next, true
+		}
+	}
+	return auditv1.Event{}, false
 }
 
 // auditTarget is what an audited request reads: its path and selectors. A

@@ -702,22 +702,22 @@ func TestTrustEndpointCap(t *testing.T) {
 // endpointsGauge reads coredns_multicluster_endpoints.
 func endpointsGauge(t testing.TB, c *harness.CoreDNS) float64 {
 	t.Helper()
-	v, err := harness.ScrapeValue(c.MetricsURL, metricname.Endpoints)
+	m, err := harness.Scrape(c.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return endpointsTotal(m)
 }
 
 // waitEndpoints waits until coredns_multicluster_endpoints is want.
 func waitEndpoints(t testing.TB, c *harness.CoreDNS, want float64) {
 	t.Helper()
 	harness.Eventually(t, syncWithin, func() error {
-		v, err := harness.ScrapeValue(c.MetricsURL, metricname.Endpoints)
+		m, err := harness.Scrape(c.MetricsURL)
 		if err != nil {
 			return err
 		}
-		if v != want {
+		if v := endpointsTotal(m); v != want {
 			return fmt.Errorf("%s = %v, want %v", metricname.Endpoints, v, want)
 		}
 		return nil

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -40,4 +43,37 @@ func (e *Env) AuditEvents(user string, since time.Time) ([]auditv1.Event, error)
 		out = append(out, ev)
 	}
 	return out, sc.Err()
+}
+
+// QuietWindow is how long an idle replica's requests are counted: a little
+// over a minute, so that a once-a-minute request shows.
+const QuietWindow = 65 * time.Second
+
+// BeyondWatches drops the watches: what a replica asks beyond them.
+func BeyondWatches(evs []auditv1.Event) []auditv1.Event {
+	var out []auditv1.Event
+	for _, ev := range evs {
+		if ev.Verb != "watch" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// AuditSummary counts requests by verb and path.
+func AuditSummary(evs []auditv1.Event) string {
+	n := map[string]int{}
+	for _, ev := range evs {
+		path, _, _ := strings.Cut(ev.RequestURI, "?")
+		n[ev.Verb+" "+path]++
+	}
+	var parts []string
+	for k, v := range n {
+		parts = append(parts, fmt.Sprintf("%d× %s", v, k))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,12 +1,18 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 )
 
@@ -55,4 +61,71 @@ func KeepVersions(crd *apiextensionsv1.CustomResourceDefinition, versions ...str
 		return fmt.Errorf("CRD %s has %d of the versions %v", crd.Name, len(crd.Spec.Versions), versions)
 	}
 	return SetStorage(crd, versions[0])
+}
+
+// StorageVersion is the name of crd's storage version, "" when it has none.
+func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// ServedVersions are the names of the versions crd serves, sorted.
+func ServedVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			served = append(served, v.Name)
+		}
+	}
+	slices.Sort(served)
+	return served
+}
+
+// CRDVersion is crd's version called name, nil when crd has none.
+func CRDVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *apiextensionsv1.CustomResourceDefinitionVersion {
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == name {
+			return &crd.Spec.Versions[i]
+		}
+	}
+	return nil
+}
+
+// CRD reads the installed CRD name.
+func (e *Env) CRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return apiextensions.NewForConfigOrDie(e.Config).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+}
+
+// UpdateCRD reads the installed CRD name, changes it with change and writes
+// it back, again on a conflict. With status it writes the status
+// subresource instead, the only write that changes status.storedVersions.
+func (e *Env) UpdateCRD(ctx context.Context, name string, status bool, change func(*apiextensionsv1.CustomResourceDefinition)) error {
+	crds := apiextensions.NewForConfigOrDie(e.Config).ApiextensionsV1().CustomResourceDefinitions()
+	write := crds.Update
+	if status {
+		write = crds.UpdateStatus
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(crd)
+		_, err = write(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// Serves says whether the API server serves gvr, by listing it in namespace
+// ns: NotFound says it does not; any other error is returned.
+func (e *Env) Serves(ctx context.Context, gvr schema.GroupVersionResource, ns string) (bool, error) {
+	_, err := e.Dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }

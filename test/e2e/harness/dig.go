@@ -53,15 +53,21 @@ func (c *CoreDNS) Dig(name, qtype string, extra ...string) (*DigResult, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "dig", args...)
 	out, err := cmd.CombinedOutput()
-	r := &DigResult{Command: "dig " + strings.Join(args, " "), Output: string(out)}
 	if errors.Is(err, exec.ErrNotFound) {
-		return r, errors.New("dig is not installed (apt-get install bind9-dnsutils)")
+		return nil, errors.New("dig is not installed (apt-get install bind9-dnsutils)")
+	}
+	return ParseDig("dig "+strings.Join(args, " "), string(out), err)
+}
+
+// ParseDig parses the output of a dig command that ran (err: how it ended)
+// with +comments and the sections it shows, wherever it ran.
+func ParseDig(command, output string, err error) (*DigResult, error) {
+	r := &DigResult{Command: command, Output: output}
+	if err == nil {
+		err = r.parse()
 	}
 	if err != nil {
-		return r, fmt.Errorf("%s: %v\n%s", r.Command, err, out)
-	}
-	if err := r.parse(); err != nil {
-		return r, fmt.Errorf("%s: %v\n%s", r.Command, err, out)
+		return r, fmt.Errorf("%s: %v\n%s", command, err, output)
 	}
 	return r, nil
 }

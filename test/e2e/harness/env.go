@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -203,6 +204,23 @@ func (e *Env) connect(cfg *rest.Config) {
 	e.Dynamic = dynamic.NewForConfigOrDie(cfg)
 	e.Clientset = kubernetes.NewForConfigOrDie(cfg)
 	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))
+}
+
+// Connect is an Env for a cluster that runs already (hack/cluster.sh up):
+// admin clients from kubeconfig, and AuditEvents from auditLog when not
+// empty. Stop leaves the cluster running.
+func Connect(kubeconfig, auditLog string) (*Env, error) {
+	repo, bin, err := Options{}.locations()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Repo: repo, BinDir: bin, auditLog: auditLog}
+	e.connect(cfg)
+	return e, nil
 }
 
 // Stop stops kube-apiserver and etcd and removes their files.

@@ -158,18 +158,11 @@ func TestServiceImportCRDVersions(t *testing.T) {
 		if c.fails {
 			continue
 		}
-		var storage string
-		var served []string
-		for _, v := range crd.Spec.Versions {
-			if v.Storage {
-				storage = v.Name
-			}
-			if v.Served {
-				served = append(served, v.Name)
-			}
-		}
-		if storage != c.want[0] || !slices.Equal(sorted(served), sorted(c.want)) {
+		if storage, served := StorageVersion(crd), ServedVersions(crd); storage != c.want[0] || !slices.Equal(served, sorted(c.want)) {
 			t.Errorf("%s %s%v: storage %s, served %v; want %v", c.dir, c.set, c.keep, storage, served, c.want)
+		}
+		if v := CRDVersion(crd, c.want[0]); v == nil || !v.Storage || CRDVersion(crd, "v9") != nil {
+			t.Errorf("%s %s%v: CRDVersion(%s) = %v, want the storage version", c.dir, c.set, c.keep, c.want[0], v)
 		}
 	}
 }

@@ -83,3 +83,13 @@ func ScrapeValue(url, name string, labels ...string) (float64, error) {
 	}
 	return m.Value(name, labels...)
 }
+
+// ScrapeGauge is ScrapeValue for a series of a labelled gauge, which reads 0
+// when it was never set: a vector exports only the series set.
+func ScrapeGauge(url, name string, labels ...string) (float64, error) {
+	v, err := ScrapeValue(url, name, labels...)
+	if errors.Is(err, ErrNoSeries) {
+		return 0, nil
+	}
+	return v, err
+}
