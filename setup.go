@@ -240,13 +240,13 @@ func (m *Multicluster) option(c *caddy.Controller) error {
 		if err := count(1, 1); err != nil {
 			return err
 		}
-		z := strings.ToLower(args[0])
+		z := cache.TopologyZone(args[0])
 		if z == localZoneFromNode {
 			if os.Getenv("NODE_NAME") == "" {
 				return c.Err("local_zone node reads the zone of the node named by NODE_NAME, which is not set: " +
 					"set it from the pod's spec.nodeName (the downward API)")
 			}
-		} else if len(validation.IsDNS1123Label(z)) > 0 {
+		} else if z == "" {
 			return c.Errf("local_zone must be a zone name such as eu-west-1a (a DNS label), or node, not %q", args[0])
 		}
 		m.localZone = z
@@ -402,9 +402,9 @@ func nodeZone(kube kubernetes.Interface, node string) string {
 		log.Warningf("local_zone node: reading node %s: %v; answering without the replica's zone", node, err)
 		return ""
 	}
-	z := strings.ToLower(n.Labels[corev1.LabelTopologyZone])
-	if z == "" || len(validation.IsDNS1123Label(z)) > 0 {
-		log.Warningf("local_zone node: node %s has no usable %s label (%q); answering without the replica's zone", node, corev1.LabelTopologyZone, z)
+	z := cache.TopologyZone(n.Labels[corev1.LabelTopologyZone])
+	if z == "" {
+		log.Warningf("local_zone node: node %s has no usable %s label (%q); answering without the replica's zone", node, corev1.LabelTopologyZone, n.Labels[corev1.LabelTopologyZone])
 		return ""
 	}
 	log.Infof("local_zone node: node %s is in zone %s", node, z)

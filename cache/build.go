@@ -343,7 +343,7 @@ func (z *ZoneAnswers) selections(endpoints []namedAddrs, sel Selectors) {
 		set.Endpoints = append(set.Endpoints, z.Sub[e.name])
 	}
 	for _, e := range endpoints {
-		if _, cluster, ok := strings.Cut(e.name, "."); ok && sel&SelectByCluster != 0 {
+		if cluster := clusterOf(e.name); cluster != "" && sel&SelectByCluster != 0 {
 			add(&z.ByCluster, cluster, e)
 		}
 		if e.zone != "" && sel&SelectByZone != 0 {

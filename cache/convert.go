@@ -94,6 +94,17 @@ func SkipSeries() [][2]string {
 // each to save that.
 func intern(s string) string { return unique.Make(s).Value() }
 
+// TopologyZone is a topology zone as the answers compare and name it
+// (<zone>.pin._zone): lower-case, "" when it is not a DNS label. An
+// endpoint's zone and the replica's own (local_zone) go through it alike.
+func TopologyZone(z string) string {
+	z = strings.ToLower(z)
+	if len(validation.IsDNS1123Label(z)) > 0 {
+		return ""
+	}
+	return z
+}
+
 type rawPort struct {
 	name  string
 	proto corev1.Protocol
@@ -325,10 +336,8 @@ func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 		if len(e.Addrs) == 0 {
 			continue
 		}
-		// A zone is answered in a name (<zone>.pin._zone): one that is
-		// not a DNS label is kept as none.
-		if ep.Zone != nil && len(validation.IsDNS1123Label(strings.ToLower(*ep.Zone))) == 0 {
-			e.Zone = intern(strings.ToLower(*ep.Zone))
+		if ep.Zone != nil {
+			e.Zone = intern(TopologyZone(*ep.Zone))
 		}
 		if ep.Hostname != nil && len(validation.IsDNS1123Label(*ep.Hostname)) == 0 {
 			e.Host = *ep.Hostname
