@@ -502,9 +502,7 @@ load)
 	load_tar "$2" "$3"
 	;;
 images)
-	echo "project $project_image"
-	echo "stock $stock_image"
-	echo "client $client_image"
+	for t in project stock client; do echo "$t $(image_name "$t")"; done
 	;;
 *)
 	sed -n '2,9s/^# \{0,1\}//p' "$0" >&2

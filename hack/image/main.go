@@ -162,22 +162,24 @@ func sourceDateEpoch() (time.Time, error) {
 	return time.Unix(sec, 0).UTC(), nil
 }
 
+// readStatic reads the static binary at path, and its architecture.
+func readStatic(path string) (arch string, b []byte, err error) {
+	if arch, err = StaticArch(path); err != nil {
+		return "", nil, err
+	}
+	b, err = os.ReadFile(path)
+	return arch, b, err
+}
+
 // Image builds the image from o.
 func Image(o Options) (v1.Image, error) {
-	arch, err := StaticArch(o.Binary)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := os.ReadFile(o.Binary)
+	arch, bin, err := readStatic(o.Binary)
 	if err != nil {
 		return nil, err
 	}
 	var inPlace []byte
 	if o.InPlace != "" {
-		if _, err := StaticArch(o.InPlace); err != nil {
-			return nil, err
-		}
-		if inPlace, err = os.ReadFile(o.InPlace); err != nil {
+		if _, inPlace, err = readStatic(o.InPlace); err != nil {
 			return nil, err
 		}
 	}
