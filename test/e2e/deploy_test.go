@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -719,7 +718,7 @@ func checkV1alpha2Storage(ctx context.Context, t *testing.T, ns string) {
 			t.Error(err)
 		}
 	})
-	if len(senv.CRDs) != 1 || crdStorageVersion(senv.CRDs[0]) != "v1alpha2" {
+	if len(senv.CRDs) != 1 || harness.StorageVersion(senv.CRDs[0]) != "v1alpha2" {
 		t.Fatalf("deploy/crds-v1alpha2-storage installed %d CRDs, want 1 with v1alpha2 the storage version", len(senv.CRDs))
 	}
 	if _, err := senv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"); err != nil {
@@ -765,16 +764,6 @@ func besideMeta(o map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// crdStorageVersion is the name of crd's storage version.
-func crdStorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			return v.Name
-		}
-	}
-	return ""
 }
 
 // deleteQuietly deletes an object at the end of a test, whatever happened.

@@ -76,13 +76,6 @@ func TestWhyEmpty(t *testing.T) {
 		[]mcsEndpoint{{addr: "10.160.0.1", hostname: "a"}, {addr: "10.160.0.2", hostname: "b"}, {addr: "10.160.0.3", ready: "false"}})
 	applyMCSSlice(t, ns, "lonely-east", "lonely", "east.prod", trustManagedBy, "IPv4", trustPorts,
 		[]mcsEndpoint{{addr: "10.161.0.1", hostname: "a"}})
-	t.Cleanup(func() {
-		ctx, cancel := harness.Context(30 * time.Second)
-		defer cancel()
-		for _, name := range []string{"lonely-west", "lonely-east"} {
-			_ = env.Clientset.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		}
-	})
 	first := waitByCluster(t, c, map[string]float64{"west": 2, "east.prod": 1}, "east.prod", "west")
 	for cl, at := range first {
 		if now := float64(time.Now().UnixNano()) / 1e9; at < since-1 || at > now {

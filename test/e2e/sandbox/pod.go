@@ -29,13 +29,10 @@ import (
 // PodOptions say which container of a Deployment to run under runc, and
 // with what, as the kubelet and a CRI runtime would start it.
 type PodOptions struct {
-	// Deployment's pod template gives the container (its securityContext,
-	// args, ConfigMap volumes and memory limit) and the namespace.
+	// Deployment's pod template gives the container, its first (its
+	// securityContext, args, ConfigMap volumes and memory limit), and the
+	// namespace.
 	Deployment *appsv1.Deployment
-	// Container names the container; the first one when empty.
-	Container string
-	// SecurityContext replaces the container's, for cases that change it.
-	SecurityContext *corev1.SecurityContext
 	// ConfigMaps are the objects the pod's configMap volumes name.
 	ConfigMaps []*corev1.ConfigMap
 	// Token is the ServiceAccount token the kubelet mounts.
@@ -70,15 +67,11 @@ type Pod struct {
 func StartPod(t testing.TB, e *harness.Env, opts PodOptions) (*Pod, error) {
 	t.Helper()
 	spec := opts.Deployment.Spec.Template.Spec
-	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return opts.Container == "" || c.Name == opts.Container })
-	if i < 0 {
-		return nil, fmt.Errorf("deployment %s has no container %q", opts.Deployment.Name, opts.Container)
+	if len(spec.Containers) == 0 {
+		return nil, fmt.Errorf("deployment %s has no container", opts.Deployment.Name)
 	}
-	p := &Pod{Container: spec.Containers[i]}
+	p := &Pod{Container: spec.Containers[0]}
 	sc := p.Container.SecurityContext
-	if opts.SecurityContext != nil {
-		sc = opts.SecurityContext
-	}
 	if sc == nil {
 		sc = &corev1.SecurityContext{}
 	}
