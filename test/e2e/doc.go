@@ -24,7 +24,9 @@
 //     transfers to BIND, the serial across restarts and replicas),
 //     reload_test.go (reload leaks nothing).
 //   - ServiceImport versions: versions_test.go (the versions read for each
-//     CRD), migration_rig_test.go (what the migration tests share),
+//     CRD), migration_rig_test.go (what the migration tests share, on the
+//     harness's rig: harness.Rig, which the tests of the API server
+//     misbehaving use too),
 //     migration_test.go, migration_upstream_test.go,
 //     migration_v1alpha2_test.go and migration_upgrade_test.go (the paths of
 //     docs/migrations.md, and an upgrade over upstream's CRD, under steady

@@ -45,7 +45,7 @@ func TestEtcdLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := time.Now()
-	r.logged = len(r.dns.Output())
+	r.logged = len(r.DNS.Output())
 	r.during(lost, partitionFor)
 	if err := start(ctx, etcdHealthy(e.EtcdURL)); err != nil {
 		t.Fatal(err)

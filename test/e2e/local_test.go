@@ -49,7 +49,7 @@ func clusterPropertyCRD() *apiextensionsv1.CustomResourceDefinition {
 // setClusterID writes the ClusterProperty cluster.clusterset.k8s.io, or
 // deletes it when id is empty.
 func (r *migRig) setClusterID(id string) {
-	r.t.Helper()
+	r.T.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "about.k8s.io/v1beta1", "kind": "ClusterProperty",
 		"metadata": map[string]any{"name": cache.ClusterIDProperty},
@@ -57,12 +57,12 @@ func (r *migRig) setClusterID(id string) {
 	}}
 	var err error
 	if id == "" {
-		err = r.env.Delete(r.ctx, u)
+		err = r.Env.Delete(r.Ctx, u)
 	} else {
-		_, err = r.env.Apply(r.ctx, u)
+		_, err = r.Env.Apply(r.Ctx, u)
 	}
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 }
 
@@ -74,25 +74,25 @@ const holdAnswer = 500 * time.Millisecond
 // and after it both right, and returns how long name took to answer after
 // exactly ips by dig once the change was written.
 func (r *migRig) switchesTo(what, name string, before, after []string, change func()) time.Duration {
-	r.t.Helper()
-	r.p.expectAny(name, before, after)
+	r.T.Helper()
+	r.Prober.ExpectAny(name, before, after)
 	start := time.Now()
 	change()
 	var rrs []string
 	for _, ip := range after {
 		rrs = append(rrs, a(name, ip))
 	}
-	harness.Eventually(r.t, syncWithin, func() error {
-		res, err := r.dns.Dig(name, "A")
+	harness.Eventually(r.T, syncWithin, func() error {
+		res, err := r.DNS.Dig(name, "A")
 		if err != nil {
 			return err
 		}
 		return want{Answer: rrs}.Check(res.Msg(), defaultTTL)
 	})
 	took := time.Since(start)
-	r.p.expect(name, after...)
+	r.Prober.Expect(name, after...)
 	time.Sleep(holdAnswer) // the prober checks the new answer alone for a while
-	r.logf("%s: %s answers %v %.0f ms after the write", what, name, after, took.Seconds()*1000)
+	r.Logf("%s: %s answers %v %.0f ms after the write", what, name, after, took.Seconds()*1000)
 	return took
 }
 
@@ -115,18 +115,18 @@ func TestLocalClusterFirst(t *testing.T) {
 	r.runCoreDNS()
 	dbName, anyName := "db."+ns+".svc."+apex, "any."+ns+".svc."+apex
 	all, eastOnly, westOnly := []string{"10.80.1.1", "10.80.2.1", "10.80.2.2"}, []string{"10.80.1.1"}, []string{"10.80.2.1", "10.80.2.2"}
-	r.answers(dbName, all...)
-	r.answers(anyName, "10.81.1.1", "10.81.2.1")
-	r.probe()
+	r.Answers(dbName, all...)
+	r.Answers(anyName, "10.81.1.1", "10.81.2.1")
+	r.Probe()
 
 	var took []time.Duration
 	took = append(took, r.switchesTo("ClusterProperty set to east", dbName, all, eastOnly, func() { r.setClusterID("east") }))
 	checkClosestSRV(t, r, dbName)
 
-	slicesOf := r.env.Clientset.DiscoveryV1().EndpointSlices(ns)
+	slicesOf := r.Env.Clientset.DiscoveryV1().EndpointSlices(ns)
 	eastReady := func(ready bool) func() {
 		return func() {
-			if _, err := slicesOf.Update(r.ctx, east(ready), metav1.UpdateOptions{}); err != nil {
+			if _, err := slicesOf.Update(r.Ctx, east(ready), metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -137,37 +137,37 @@ func TestLocalClusterFirst(t *testing.T) {
 	}
 	took = append(took, r.switchesTo("ClusterProperty set to west", dbName, eastOnly, westOnly, func() { r.setClusterID("west") }))
 	took = append(took, r.switchesTo("ClusterProperty deleted", dbName, westOnly, all, func() { r.setClusterID("") }))
-	r.settle("done")
-	r.report()
+	r.Settle("done")
+	r.Report()
 	slices.Sort(took)
-	r.logf("%d answer switches: median %.0f ms, slowest %.0f ms", len(took),
+	r.Logf("%d answer switches: median %.0f ms, slowest %.0f ms", len(took),
 		took[len(took)/2].Seconds()*1000, took[len(took)-1].Seconds()*1000)
 	checkClosestCountedAndLogged(t, r)
-	r.checkLog()
+	r.CheckLog()
 }
 
 // createClosestFixture creates, in ns, the headless services db (which
 // prefers close endpoints) and any (which does not), each with endpoints in
 // east and west. It returns east's slice of db, its endpoint ready or not.
 func createClosestFixture(r *migRig, ns string) func(ready bool) *discoveryv1.EndpointSlice {
-	r.t.Helper()
+	r.T.Helper()
 	db := migImport("v1beta1", ns, "db", "Headless")
 	_ = unstructured.SetNestedField(db.Object, "PreferClose", "spec", "trafficDistribution")
 	anyDB := migImport("v1beta1", ns, "any", "Headless")
-	r.create(db)
-	r.create(anyDB)
+	r.Create(db)
+	r.Create(anyDB)
 	east := func(ready bool) *discoveryv1.EndpointSlice {
 		return migSlice(ns, "db", "east", harness.Endpoint("10.80.1.1", "db-0", ready))
 	}
-	r.createSlice(east(true))
-	r.createSlice(migSlice(ns, "db", "west", harness.Endpoint("10.80.2.1", "db-0", true),
+	r.CreateSlice(east(true))
+	r.CreateSlice(migSlice(ns, "db", "west", harness.Endpoint("10.80.2.1", "db-0", true),
 		harness.Endpoint("10.80.2.2", "db-1", true)))
-	r.createSlice(migSlice(ns, "any", "east", harness.Endpoint("10.81.1.1", "", true)))
-	r.createSlice(migSlice(ns, "any", "west", harness.Endpoint("10.81.2.1", "", true)))
+	r.CreateSlice(migSlice(ns, "any", "east", harness.Endpoint("10.81.1.1", "", true)))
+	r.CreateSlice(migSlice(ns, "any", "west", harness.Endpoint("10.81.2.1", "", true)))
 	// The local Service db's own slice, as kube-controller-manager writes
 	// it: what proves an endpoint that claims the local cluster is its. The
 	// test names east, then west, the local cluster, so it holds both's.
-	r.createSlice(serviceSlice(ns, "db-local", "db", sliceController, nil, "10.80.1.1", "10.80.2.1", "10.80.2.2"))
+	r.CreateSlice(serviceSlice(ns, "db-local", "db", sliceController, nil, "10.80.1.1", "10.80.2.1", "10.80.2.2"))
 	return east
 }
 
@@ -178,13 +178,13 @@ func checkClosestSRV(t *testing.T, r *migRig, dbName string) {
 	t.Helper()
 	srvName := "_pg._tcp." + dbName
 	for _, owner := range []string{srvName, dbName} {
-		expect(t, r.dns, defaultTTL, owner, "SRV", want{
+		expect(t, r.DNS, defaultTTL, owner, "SRV", want{
 			Answer:     []string{srv(owner, 100, 5432, "db-0.east."+dbName)},
 			Additional: []string{a("db-0.east."+dbName, "10.80.1.1")},
 		})
 	}
 	// Another cluster's endpoint keeps its own name.
-	expect(t, r.dns, defaultTTL, "db-1.west."+dbName, "A", want{Answer: []string{a("db-1.west."+dbName, "10.80.2.2")}})
+	expect(t, r.DNS, defaultTTL, "db-1.west."+dbName, "A", want{Answer: []string{a("db-1.west."+dbName, "10.80.2.2")}})
 }
 
 // checkClosestCountedAndLogged checks that both series count: local answers
@@ -193,13 +193,13 @@ func checkClosestSRV(t *testing.T, r *migRig, dbName string) {
 func checkClosestCountedAndLogged(t *testing.T, r *migRig) {
 	t.Helper()
 	for _, scope := range []string{metricname.ScopeLocal, metricname.ScopeClusterset} {
-		v, err := harness.ScrapeValue(r.metricsURL, metricname.HeadlessAnswers, metricname.Scope, scope)
+		v, err := harness.ScrapeValue(r.DNS.MetricsURL, metricname.HeadlessAnswers, metricname.Scope, scope)
 		if err != nil || v == 0 {
 			t.Errorf("%s{scope=%q} = %v, %v", metricname.HeadlessAnswers, scope, v, err)
 		}
-		r.logf("%s{scope=%q} %.0f", metricname.HeadlessAnswers, scope, v)
+		r.Logf("%s{scope=%q} %.0f", metricname.HeadlessAnswers, scope, v)
 	}
-	out := r.dns.Output()
+	out := r.DNS.Output()
 	for _, line := range []string{`the local cluster is "east"`, `the local cluster is "west"`, "the local cluster is unknown"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("CoreDNS did not log %q", line)

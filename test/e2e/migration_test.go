@@ -42,34 +42,34 @@ func testMigrationFromV1alpha1(t *testing.T, rules migRules) {
 	r := migStartRules(t, rules, "v1alpha1 to v1alpha2", "fromv1alpha1", projectCRD(t, "v1alpha1"))
 	r.begin("v1alpha1", "v1alpha1", "fallback v1alpha1")
 
-	r.probe()
-	r.settle("only v1alpha1 served, objects written through it")
+	r.Probe()
+	r.Settle("only v1alpha1 served, objects written through it")
 
 	// v1alpha2 becomes served and the storage version; v1alpha1 stays served.
 	both := projectCRD(t, "v1alpha2", "v1alpha1")
-	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+	r.UpdateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions, crd.Spec.Conversion = both.Spec.Versions, both.Spec.Conversion
 	})
-	r.waitServed("v1alpha2", true)
-	r.settle("v1alpha2 served as the storage version")
+	r.WaitServed("v1alpha2", true)
+	r.Settle("v1alpha2 served as the storage version")
 	r.answeredFrom("v1alpha1")
 
-	r.rewrite("v1alpha2", migNames(), migToRoot(t))
-	r.settle("every object rewritten through v1alpha2")
+	r.Rewrite("v1alpha2", migNames(), migToRoot(t))
+	r.Settle("every object rewritten through v1alpha2")
 	r.answeredFrom("v1alpha2")
 
 	// Written through v1alpha1 now that v1alpha2 is the storage version, an
 	// object loses its fields at the API server: absent, logged and counted.
-	r.create(migImport("v1alpha1", r.ns, "lost", "ClusterSetIP", "10.99.0.1"))
+	r.Create(migImport("v1alpha1", r.NS, "lost", "ClusterSetIP", "10.99.0.1"))
 	harness.Eventually(t, 10*time.Second, func() error {
-		v, err := harness.ScrapeValue(r.metricsURL, "coredns_multicluster_skipped_objects_total", "kind", "ServiceImport", "reason", "data_lost")
+		v, err := harness.ScrapeValue(r.DNS.MetricsURL, "coredns_multicluster_skipped_objects_total", "kind", "ServiceImport", "reason", "data_lost")
 		if err == nil && v < 1 {
 			err = fmt.Errorf("data loss not counted")
 		}
 		return err
 	})
-	expect(t, r.dns, defaultTTL, "lost."+r.ns+".svc.clusterset.local.", "A", nxdomain())
-	if !strings.Contains(r.dns.Output(), "lost: data_lost") {
+	expect(t, r.DNS, defaultTTL, "lost."+r.NS+".svc.clusterset.local.", "A", nxdomain())
+	if !strings.Contains(r.DNS.Output(), "lost: data_lost") {
 		t.Error("data loss not logged")
 	}
 

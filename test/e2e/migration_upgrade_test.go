@@ -30,7 +30,7 @@ func TestUpgradeOverUpstreamCRD(t *testing.T) {
 func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
 	r := migStartRules(t, rules, "deploy/crds over mcs-api v0.5.2's CRD", "upgrade", migUpstreamCRD(t))
 	r.begin("v1beta1", "v1beta1")
-	before, err := r.env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
+	before, err := r.Env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,26 +38,26 @@ func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
 		t.Fatalf("%d ServiceImports stored, want %d", len(before.Items), migCount+1)
 	}
 
-	r.probe()
-	r.settle("mcs-api v0.5.2's CRD, objects written through v1beta1")
+	r.Probe()
+	r.Settle("mcs-api v0.5.2's CRD, objects written through v1beta1")
 
-	kubeconfig := filepath.Join(r.env.TempDir(), "admin.kubeconfig")
-	if err := r.env.WriteAdminKubeconfig(kubeconfig); err != nil {
+	kubeconfig := filepath.Join(r.Env.TempDir(), "admin.kubeconfig")
+	if err := r.Env.WriteAdminKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(r.ctx, r.env.KubectlPath(), "--kubeconfig", kubeconfig,
-		"apply", "-f", filepath.Join(r.env.Repo, "deploy", "crds")+string(filepath.Separator)).CombinedOutput()
-	r.crdChanged = time.Now()
-	r.logf("kubectl apply -f deploy/crds/: %s", strings.TrimSpace(string(out)))
+	out, err := exec.CommandContext(r.Ctx, r.Env.KubectlPath(), "--kubeconfig", kubeconfig,
+		"apply", "-f", filepath.Join(r.Env.Repo, "deploy", "crds")+string(filepath.Separator)).CombinedOutput()
+	r.CRDChanged = time.Now()
+	r.Logf("kubectl apply -f deploy/crds/: %s", strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatalf("kubectl apply -f deploy/crds/: %v\n%s", err, out)
 	}
-	r.waitServed("v1alpha2", true)
-	r.settle("deploy/crds applied")
+	r.WaitServed("v1alpha2", true)
+	r.Settle("deploy/crds applied")
 
 	// Nothing stored is lost: every object reads back through v1beta1 as it
 	// was, metadata and all, and v1beta1 stays the storage version.
-	after, err := r.env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.ns).List(r.ctx, metav1.ListOptions{})
+	after, err := r.Env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
 			t.Errorf("%s changed by the apply:\nbefore %v\nafter  %v", b.GetName(), b.Object, a.Object)
 		}
 	}
-	crd := r.crd()
+	crd := r.CRD()
 	if s := harness.StorageVersion(crd); s != "v1beta1" {
 		t.Errorf("storage version %s after the apply, want v1beta1", s)
 	}

@@ -22,27 +22,27 @@ func testMigrationUpstream(t *testing.T, rules migRules) {
 	r := migStartRules(t, rules, "upstream v1alpha1 to v1beta1", "upstream", migUpstreamV1alpha1Only(t))
 	r.begin("v1alpha1", "v1alpha1", "fallback v1alpha1")
 
-	r.probe()
-	r.settle("v1alpha1 only, objects written through v1alpha1")
+	r.Probe()
+	r.Settle("v1alpha1 only, objects written through v1alpha1")
 
 	// mcs-api v0.5.2's CRD, exactly as released: v1beta1 served and the
 	// storage version, v1alpha1 still served. The plugin moves its watch of
 	// the spec/status shape to v1beta1.
 	upstream := migUpstreamCRD(t)
-	r.installCRD(upstream)
-	r.waitServed("v1beta1", true)
-	r.settle("mcs-api v0.5.2's CRD installed")
+	r.InstallCRD(upstream)
+	r.WaitServed("v1beta1", true)
+	r.Settle("mcs-api v0.5.2's CRD installed")
 	r.answeredFrom("v1beta1")
 
 	// Every object is rewritten through v1beta1, as a storage version
 	// migration does: read and written back unchanged.
-	r.rewrite("v1beta1", migNames(), func(*unstructured.Unstructured) {})
-	r.settle("every object rewritten through v1beta1")
+	r.Rewrite("v1beta1", migNames(), func(*unstructured.Unstructured) {})
+	r.Settle("every object rewritten through v1beta1")
 	r.answeredFrom("v1beta1")
 
 	// v1alpha1 leaves storedVersions, then the CRD.
 	r.keepOnly("v1beta1", "v1alpha1")
-	if got := r.crd().Status.StoredVersions; len(got) != 1 || got[0] != "v1beta1" {
+	if got := r.CRD().Status.StoredVersions; len(got) != 1 || got[0] != "v1beta1" {
 		t.Errorf("storedVersions %v, want [v1beta1]", got)
 	}
 

@@ -27,21 +27,21 @@ func testMigrationV1beta1ToV1alpha2(t *testing.T, rules migRules) {
 	r := migStartRules(t, rules, "v1beta1 to v1alpha2", "tov1alpha2", migShippedCRD(t))
 	r.begin("v1beta1", "v1beta1")
 
-	r.probe()
-	r.settle("deploy/crds, objects written through v1beta1")
+	r.Probe()
+	r.Settle("deploy/crds, objects written through v1beta1")
 
 	// v1alpha2 becomes the storage version; the objects stay as stored.
-	r.installCRD(migV1alpha2StorageCRD(t))
-	if s := harness.StorageVersion(r.crd()); s != "v1alpha2" {
+	r.InstallCRD(migV1alpha2StorageCRD(t))
+	if s := harness.StorageVersion(r.CRD()); s != "v1alpha2" {
 		t.Fatalf("storage version %s after installing deploy/crds-v1alpha2-storage, want v1alpha2", s)
 	}
-	r.settle("v1alpha2 the storage version")
+	r.Settle("v1alpha2 the storage version")
 	r.answeredFrom("v1beta1")
 
 	// Every object is rewritten through v1alpha2: read (pruned to an empty
 	// spec), its fields set at the root, written back.
-	r.rewrite("v1alpha2", migNames(), migToRoot(t))
-	r.settle("every object rewritten through v1alpha2")
+	r.Rewrite("v1alpha2", migNames(), migToRoot(t))
+	r.Settle("every object rewritten through v1alpha2")
 	r.answeredFrom("v1alpha2")
 
 	// v1beta1 leaves storedVersions; v1beta1 and v1alpha1 leave the CRD.

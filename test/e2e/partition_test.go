@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -28,15 +27,11 @@ const partitionFor = 60 * time.Second
 // healWithin is how soon after a fault ends a write must answer.
 const healWithin = 2 * time.Second
 
-// faultRig is CoreDNS with the plugin under steady lookups of the names
-// of a namespace of its own, for a fault to be played under.
+// faultRig is the harness's rig, its CoreDNS under steady lookups of the
+// names of a namespace of its own, for a fault to be played under.
 type faultRig struct {
-	t      *testing.T
-	ns     string
-	dns    *harness.CoreDNS
-	p      *prober
-	stop   func() // stops the prober
-	logged int    // how much of the CoreDNS output logSince has read
+	*harness.Rig
+	logged int // how much of the CoreDNS output logSince has read
 }
 
 // clusterSetIP is a v1beta1 ClusterSetIP ServiceImport of ns with one
@@ -50,29 +45,20 @@ func clusterSetIP(ns, name, ip string) *unstructured.Unstructured {
 // with opts (its Plugins and Port set here) and a prober of every name.
 func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts harness.CoreDNSOptions) *faultRig {
 	t.Helper()
-	ctx, cancel := harness.Context(time.Minute)
-	defer cancel()
-	if _, err := e.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"); err != nil {
-		t.Fatal(err)
-	}
+	r := &faultRig{Rig: harness.NewRig(t, "fault", e, ns)}
 	var objs []*unstructured.Unstructured
 	for i := range 20 {
 		objs = append(objs, clusterSetIP(ns, fmt.Sprintf("svc%d", i), fmt.Sprintf("10.71.0.%d", i+1)))
 	}
-	if err := e.ApplyAll(ctx, objs); err != nil {
+	if err := e.ApplyAll(r.Ctx, objs); err != nil {
 		t.Fatal(err)
 	}
-	opts.Plugins, opts.Metrics = harness.MulticlusterBlock(kubeconfig), true
-	r := &faultRig{t: t, ns: ns}
-	r.dns = harness.RunCoreDNS(t, coredns, opts)
-	r.p = &prober{addr: r.dns.Addr(), want: map[string][][]string{}}
+	opts.Plugins = harness.MulticlusterBlock(kubeconfig)
+	r.RunCoreDNS(coredns, opts)
 	for i := range 20 {
-		name := fmt.Sprintf("svc%d.%s.svc.clusterset.local.", i, ns)
-		eventually(t, r.dns, name, "A", want{Answer: []string{a(name, fmt.Sprintf("10.71.0.%d", i+1))}})
-		r.p.expect(name, fmt.Sprintf("10.71.0.%d", i+1))
+		r.Answers(r.ServiceName(fmt.Sprintf("svc%d", i)), fmt.Sprintf("10.71.0.%d", i+1))
 	}
-	r.stop = r.p.start(context.Background())
-	t.Cleanup(r.stop)
+	r.Probe()
 	return r
 }
 
@@ -80,11 +66,11 @@ func startFaultRig(t *testing.T, e *harness.Env, ns, kubeconfig string, opts har
 // gauge.
 func (r *faultRig) health() string {
 	ready := "unreachable"
-	if resp, err := http.Get(r.dns.ReadyURL); err == nil {
+	if resp, err := http.Get(r.DNS.ReadyURL); err == nil {
 		resp.Body.Close()
 		ready = strconv.Itoa(resp.StatusCode)
 	}
-	synced, err := harness.ScrapeValue(r.dns.MetricsURL, "coredns_multicluster_synced")
+	synced, err := harness.ScrapeValue(r.DNS.MetricsURL, "coredns_multicluster_synced")
 	if err != nil {
 		return fmt.Sprintf("ready %s, synced: %v", ready, err)
 	}
@@ -96,10 +82,10 @@ func (r *faultRig) health() string {
 // knows, so it stays in its Service. It logs the plugin's log lines with the
 // time since start they were first seen at.
 func (r *faultRig) during(start time.Time, d time.Duration) {
-	r.t.Helper()
+	r.T.Helper()
 	for end := start.Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if h := r.health(); h != "ready 200, synced 1" {
-			r.t.Errorf("%.1fs into the fault: %s, want ready 200, synced 1", time.Since(start).Seconds(), h)
+			r.T.Errorf("%.1fs into the fault: %s, want ready 200, synced 1", time.Since(start).Seconds(), h)
 		}
 		r.logSince(start)
 	}
@@ -108,10 +94,10 @@ func (r *faultRig) during(start time.Time, d time.Duration) {
 // logSince logs the plugin's log lines not logged yet, with the time since
 // start.
 func (r *faultRig) logSince(start time.Time) {
-	out := r.dns.Output()
+	out := r.DNS.Output()
 	for line := range strings.Lines(out[r.logged:]) {
 		if strings.Contains(line, "plugin/multicluster") {
-			r.t.Logf("%5.1fs %s", time.Since(start).Seconds(), strings.TrimSpace(line))
+			r.T.Logf("%5.1fs %s", time.Since(start).Seconds(), strings.TrimSpace(line))
 		}
 	}
 	r.logged = len(out)
@@ -120,16 +106,9 @@ func (r *faultRig) logSince(start time.Time) {
 // answersSince waits until each name answers its IP and returns how long
 // after since the last one did.
 func (r *faultRig) answersSince(since time.Time, ips map[string]string) time.Duration {
-	r.t.Helper()
+	r.T.Helper()
 	for name, ip := range ips {
-		fq := name + "." + r.ns + ".svc.clusterset.local."
-		harness.Eventually(r.t, 90*time.Second, func() error {
-			res, err := r.dns.Dig(fq, "A")
-			if err != nil {
-				return err
-			}
-			return (want{Answer: []string{a(fq, ip)}}).Check(res.Msg(), defaultTTL)
-		})
+		r.WaitA(90*time.Second, r.ServiceName(name), ip)
 	}
 	return time.Since(since)
 }
@@ -137,25 +116,16 @@ func (r *faultRig) answersSince(since time.Time, ips map[string]string) time.Dur
 // finish stops the prober, reports and checks its lookups, and checks that
 // the log says "cannot reach" and "answers again" outages times each.
 func (r *faultRig) finish(what string, healed time.Duration, outages int) {
-	r.t.Helper()
-	r.stop()
-	msg := fmt.Sprintf("%s: %d lookups, %d failed; the new imports answered %.2fs after the API server could take them",
-		what, r.p.total.Load(), r.p.failed.Load(), healed.Seconds())
-	r.t.Log(msg)
-	fmt.Println(msg)
-	for _, s := range r.p.samples {
-		r.t.Error(s)
-	}
-	if r.p.total.Load() == 0 {
-		r.t.Error("the prober made no lookup")
-	}
+	r.T.Helper()
+	r.Logf("%s; the new imports answered %.2fs after the API server could take them", what, healed.Seconds())
+	r.Report()
 	if healed > healWithin {
-		r.t.Errorf("%s: the new imports answered %v after the API server could take them, want at most %v", what, healed, healWithin)
+		r.T.Errorf("%s: the new imports answered %v after the API server could take them, want at most %v", what, healed, healWithin)
 	}
-	out := r.dns.Output()
+	out := r.DNS.Output()
 	for _, line := range []string{"cannot reach the API server", "the API server answers again"} {
 		if n := strings.Count(out, line); n != outages {
-			r.t.Errorf("%q logged %d times, want %d\n%s", line, n, outages, harness.Abridge(out, 20, 20))
+			r.T.Errorf("%q logged %d times, want %d\n%s", line, n, outages, harness.Abridge(out, 20, 20))
 		}
 	}
 }
@@ -198,7 +168,7 @@ func TestNetworkPartition(t *testing.T) {
 
 	_, port, _ := net.SplitHostPort(api)
 	p, _ := strconv.Atoi(port)
-	r.logged = len(r.dns.Output())
+	r.logged = len(r.DNS.Output())
 	if err := link.Drop(p); err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,9 @@ const stockUser = "coredns-stock"
 func TestQuietWhenIdle(t *testing.T) {
 	t.Parallel()
 	r := migStartWith(t, "quiet", "quiet", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
-	r.create(migImport("v1beta1", "quiet", "web", "ClusterSetIP", "10.72.0.1"))
+	r.Create(migImport("v1beta1", "quiet", "web", "ClusterSetIP", "10.72.0.1"))
 	r.runCoreDNS()
-	r.answers("web.quiet.svc.clusterset.local.", "10.72.0.1")
+	r.Answers("web.quiet.svc.clusterset.local.", "10.72.0.1")
 	stock := r.stockCoreDNS()
 	name := "web.quiet.svc.clusterset.local."
 	eventually(t, stock, name, "A", want{Answer: []string{a(name, "10.72.0.1")}})
@@ -41,8 +41,8 @@ func TestQuietWhenIdle(t *testing.T) {
 	checkQuietIdle(t, r)
 	checkVersionServedAnswers(t, r)
 	checkVersionUnservedUnwatched(t, r)
-	r.answers(name, "10.72.0.1")
-	r.checkLog()
+	r.Answers(name, "10.72.0.1")
+	r.CheckLog()
 }
 
 // checkQuietIdle checks that, idle for harness.QuietWindow, ours makes at most one
@@ -51,23 +51,23 @@ func TestQuietWhenIdle(t *testing.T) {
 func checkQuietIdle(t *testing.T, r *migRig) {
 	t.Helper()
 	for _, user := range []string{harness.PluginUser, stockUser} {
-		if evs, err := r.env.AuditEvents(user, time.Time{}); err != nil || len(harness.BeyondWatches(evs)) == 0 {
+		if evs, err := r.Env.AuditEvents(user, time.Time{}); err != nil || len(harness.BeyondWatches(evs)) == 0 {
 			t.Fatalf("no request of %s in the audit log (%v): the log or its filter is wrong", user, err)
 		}
 	}
 	since := time.Now()
 	time.Sleep(harness.QuietWindow)
-	ours, err := r.env.AuditEvents(harness.PluginUser, since)
+	ours, err := r.Env.AuditEvents(harness.PluginUser, since)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := r.env.AuditEvents(stockUser, since)
+	theirs, err := r.Env.AuditEvents(stockUser, since)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ours, theirs = harness.BeyondWatches(ours), harness.BeyondWatches(theirs)
 	perMinute := func(evs []auditv1.Event) float64 { return float64(len(evs)) / harness.QuietWindow.Minutes() }
-	r.logf("idle for %s: ours made %d requests beyond its watches (%.2f a minute: %s), stock %d (%.2f a minute: %s)",
+	r.Logf("idle for %s: ours made %d requests beyond its watches (%.2f a minute: %s), stock %d (%.2f a minute: %s)",
 		harness.QuietWindow, len(ours), perMinute(ours), harness.AuditSummary(ours), len(theirs), perMinute(theirs), harness.AuditSummary(theirs))
 	if perMinute(ours) > 1 {
 		t.Errorf("idle, ours made %.2f requests a minute beyond its watches, want at most 1: %s", perMinute(ours), harness.AuditSummary(ours))
@@ -78,7 +78,7 @@ func checkQuietIdle(t *testing.T, r *migRig) {
 // checks that an object written through it at once answers within 5s.
 func checkVersionServedAnswers(t *testing.T, r *migRig) {
 	t.Helper()
-	r.installCRD(migV1alpha2StorageCRD(t))
+	r.InstallCRD(migV1alpha2StorageCRD(t))
 	changed := time.Now()
 	root := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "multicluster.x-k8s.io/v1alpha2", "kind": "ServiceImport",
@@ -88,7 +88,7 @@ func checkVersionServedAnswers(t *testing.T, r *migRig) {
 		"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}},
 	}}
 	harness.Eventually(t, 5*time.Second, func() error {
-		_, err := r.env.Dynamic.Resource(migSI("v1alpha2")).Namespace("quiet").Create(r.ctx, root, metav1.CreateOptions{})
+		_, err := r.Env.Dynamic.Resource(migSI("v1alpha2")).Namespace("quiet").Create(r.Ctx, root, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -96,19 +96,19 @@ func checkVersionServedAnswers(t *testing.T, r *migRig) {
 	})
 	apiName := "api.quiet.svc.clusterset.local."
 	harness.Eventually(t, 5*time.Second-time.Since(changed), func() error {
-		if got := dig(t, r.dns, apiName, "A"); !strings.Contains(got.String(), "10.72.0.2") {
+		if got := dig(t, r.DNS, apiName, "A"); !strings.Contains(got.String(), "10.72.0.2") {
 			return fmt.Errorf("%s: %s", apiName, got)
 		}
 		return nil
 	})
-	r.logf("v1alpha2 served: an object written through it answered %.2fs after the CRD change", time.Since(changed).Seconds())
+	r.Logf("v1alpha2 served: an object written through it answered %.2fs after the CRD change", time.Since(changed).Seconds())
 }
 
 // checkVersionUnservedUnwatched stops serving v1alpha2, v1beta1 the storage
 // version once more, and checks that the plugin stops watching it within 5s.
 func checkVersionUnservedUnwatched(t *testing.T, r *migRig) {
 	t.Helper()
-	r.updateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+	r.UpdateCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
 		if err := harness.SetStorage(crd, "v1beta1"); err != nil {
 			t.Fatal(err)
 		}
@@ -120,12 +120,12 @@ func checkVersionUnservedUnwatched(t *testing.T, r *migRig) {
 	})
 	changed := time.Now()
 	harness.Eventually(t, 5*time.Second, func() error {
-		if !strings.Contains(r.dns.Output(), "ServiceImport v1alpha2 is no longer served") {
+		if !strings.Contains(r.DNS.Output(), "ServiceImport v1alpha2 is no longer served") {
 			return errors.New("the plugin still watches v1alpha2")
 		}
 		return nil
 	})
-	r.logf("v1alpha2 no longer served: the plugin stopped watching it %.2fs after the CRD change", time.Since(changed).Seconds())
+	r.Logf("v1alpha2 no longer served: the plugin stopped watching it %.2fs after the CRD change", time.Since(changed).Seconds())
 }
 
 // chartUser is our CoreDNS run with the rules of the official coredns Helm
@@ -152,45 +152,42 @@ func chartClusterRole() *rbacv1.ClusterRole {
 func TestQuietWithChartRules(t *testing.T) {
 	t.Parallel()
 	r := migStartWith(t, "chart", "chart", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
-	r.create(migImport("v1beta1", "chart", "web", "ClusterSetIP", "10.73.0.1"))
-	id, err := r.env.Identity(r.ctx, chartUser, chartClusterRole())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.runCoreDNSAs(id)
-	r.answers("web.chart.svc.clusterset.local.", "10.73.0.1")
+	r.rules = chartRules
+	r.Create(migImport("v1beta1", "chart", "web", "ClusterSetIP", "10.73.0.1"))
+	r.runCoreDNS()
+	r.Answers("web.chart.svc.clusterset.local.", "10.73.0.1")
 	missing := "cannot watch the ServiceImport CRD"
 	harness.Eventually(t, 10*time.Second, func() error {
-		if !strings.Contains(r.dns.Output(), missing) {
+		if !strings.Contains(r.DNS.Output(), missing) {
 			return errors.New("the missing CRD rule is not logged yet")
 		}
 		return nil
 	})
 	since := time.Now()
 	time.Sleep(harness.QuietWindow)
-	evs, err := r.env.AuditEvents(chartUser, since)
+	evs, err := r.Env.AuditEvents(chartUser, since)
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs = harness.BeyondWatches(evs)
 	perMinute := float64(len(evs)) / harness.QuietWindow.Minutes()
-	r.logf("idle for %s with the coredns chart's rules: %d requests beyond its watches (%.2f a minute: %s)",
+	r.Logf("idle for %s with the coredns chart's rules: %d requests beyond its watches (%.2f a minute: %s)",
 		harness.QuietWindow, len(evs), perMinute, harness.AuditSummary(evs))
 	if perMinute > 3 {
 		t.Errorf("idle with the chart's rules, ours made %.2f requests a minute beyond its watches, want at most 3: %s", perMinute, harness.AuditSummary(evs))
 	}
-	if n := strings.Count(r.dns.Output(), missing); n != 1 {
-		t.Errorf("the missing CRD rule logged %d times, want once:\n%s", n, r.dns.Output())
+	if n := strings.Count(r.DNS.Output(), missing); n != 1 {
+		t.Errorf("the missing CRD rule logged %d times, want once:\n%s", n, r.DNS.Output())
 	}
-	r.answers("web.chart.svc.clusterset.local.", "10.73.0.1")
-	r.checkLog()
+	r.Answers("web.chart.svc.clusterset.local.", "10.73.0.1")
+	r.CheckLog()
 }
 
 // stockCoreDNS starts stock CoreDNS's kubernetes plugin with its
 // multicluster option (it reads v1alpha1), as stockUser with the ClusterRole
 // CoreDNS's own deployment grants it.
 func (r *migRig) stockCoreDNS() *harness.CoreDNS {
-	r.t.Helper()
+	r.T.Helper()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: stockUser},
 		Rules: []rbacv1.PolicyRule{
@@ -199,11 +196,11 @@ func (r *migRig) stockCoreDNS() *harness.CoreDNS {
 			{APIGroups: []string{cache.ServiceImportResource.Group}, Resources: []string{cache.ServiceImportResource.Resource}, Verbs: []string{"list", "watch"}},
 		},
 	}
-	id, err := r.env.Identity(r.ctx, stockUser, role)
+	id, err := r.Env.Identity(r.Ctx, stockUser, role)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{
+	return harness.RunCoreDNS(r.T, coredns, harness.CoreDNSOptions{
 		Zones:   []string{"cluster.local", "clusterset.local"},
 		Plugins: "kubernetes cluster.local clusterset.local {\n\tkubeconfig " + id.Kubeconfig + "\n\tmulticluster clusterset.local\n}\n",
 	})

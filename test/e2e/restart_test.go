@@ -38,30 +38,30 @@ import (
 func TestAPIServerRestart(t *testing.T) {
 	r := migStartWith(t, "restart", "restart", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
 	r.begin("v1beta1", "v1beta1")
-	r.probe()
-	r.settle("steady queries before the restart")
+	r.Probe()
+	r.Settle("steady queries before the restart")
 
 	restart := func(label, fresh, ip string, down func() error) {
 		t.Helper()
-		killed, ready, err := restartAPIServer(r.ctx, r.env, down)
+		killed, ready, err := restartAPIServer(r.Ctx, r.Env, down)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.logf("%s: kube-apiserver SIGKILLed, ready again %.2fs later", label, ready.Sub(killed).Seconds())
-		r.create(migImport("v1beta1", r.ns, fresh, "ClusterSetIP", ip))
+		r.Logf("%s: kube-apiserver SIGKILLed, ready again %.2fs later", label, ready.Sub(killed).Seconds())
+		r.Create(migImport("v1beta1", r.NS, fresh, "ClusterSetIP", ip))
 		created := time.Now()
-		name := fresh + "." + r.ns + ".svc.clusterset.local."
+		name := fresh + "." + r.NS + ".svc.clusterset.local."
 		harness.Eventually(t, 15*time.Second, func() error {
-			res, err := r.dns.Dig(name, "A")
+			res, err := r.DNS.Dig(name, "A")
 			if err != nil {
 				return err
 			}
 			return (want{Answer: []string{a(name, ip)}}).Check(res.Msg(), defaultTTL)
 		})
 		seen := time.Since(created)
-		r.p.expect(name, ip)
-		r.logf("%s: a ServiceImport created right after readyz answered in %.2fs", label, seen.Seconds())
-		evs, err := r.env.AuditEvents(harness.PluginUser, killed)
+		r.Prober.Expect(name, ip)
+		r.Logf("%s: a ServiceImport created right after readyz answered in %.2fs", label, seen.Seconds())
+		evs, err := r.Env.AuditEvents(harness.PluginUser, killed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,9 +69,9 @@ func TestAPIServerRestart(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", label, err)
 		} else {
-			r.logf("%s: %d of the plugin's requests refused (403) after the restart, each asked again within %s", label, refused, refusalRetried)
+			r.Logf("%s: %d of the plugin's requests refused (403) after the restart, each asked again within %s", label, refused, refusalRetried)
 		}
-		r.settle(label + ": steady queries after the restart")
+		r.Settle(label + ": steady queries after the restart")
 	}
 
 	restart("restart", "fresh1", "10.73.0.1", nil)
@@ -82,11 +82,11 @@ func TestAPIServerRestart(t *testing.T) {
 	// (0.8 to 1.6s, not settable through a SharedIndexInformer); the
 	// answers in use stay meanwhile.
 	restart("restart with etcd compacted", "fresh2", "10.73.0.2", func() (err error) {
-		revision, err = compactEtcd(r.ctx, r.env.EtcdURL)
+		revision, err = compactEtcd(r.Ctx, r.Env.EtcdURL)
 		return err
 	})
 	// The plugin listed again: its watches could not resume.
-	evs, err := r.env.AuditEvents(harness.PluginUser, before)
+	evs, err := r.Env.AuditEvents(harness.PluginUser, before)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +97,13 @@ func TestAPIServerRestart(t *testing.T) {
 			lists++
 		}
 	}
-	r.logf("etcd compacted at revision %d while kube-apiserver was down: the plugin listed ServiceImports %d times after the restart", revision, lists)
+	r.Logf("etcd compacted at revision %d while kube-apiserver was down: the plugin listed ServiceImports %d times after the restart", revision, lists)
 	if lists == 0 {
 		t.Error("no ServiceImport list after etcd's compaction: the watch resumed, no 410 happened")
 	}
-	r.digAll()
-	r.report()
-	r.checkLog()
+	r.DigAll()
+	r.Report()
+	r.CheckLog()
 }
 
 // refusalRetried bounds the wait between a refused request of the plugin

@@ -134,7 +134,7 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	const ns = "xfr"
 	r := migStartWith(t, "secondary", ns, harness.Options{})
 	ours, bindPort := startTransferringDNS(t, r)
-	r.dns = ours
+	r.DNS = ours
 	eventually(t, ours, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
 	checkTransferredZone(t, r, ours)
 
@@ -165,25 +165,25 @@ func TestZoneTransferToSecondaries(t *testing.T) {
 	if !strings.Contains(old, late) || !strings.Contains(old, n("web.demo")) {
 		t.Errorf("IXFR from an older serial is not the whole zone:\n%s", harness.Abridge(old, 5, 5))
 	}
-	r.checkLog()
+	r.CheckLog()
 }
 
 // startTransferringDNS applies testdata and runs the plugin, as r's plugin
 // identity, allowing zone transfers to 127.0.0.1 on bindPort, a free port.
 func startTransferringDNS(t *testing.T, r *migRig) (ours *harness.CoreDNS, bindPort int) {
 	t.Helper()
-	objs, err := contract.ReadObjects(filepath.Join(r.env.Repo, "testdata"))
+	objs, err := contract.ReadObjects(filepath.Join(r.Env.Repo, "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.env.ApplyAll(r.ctx, objs); err != nil {
+	if err := r.Env.ApplyAll(r.Ctx, objs); err != nil {
 		t.Fatal(err)
 	}
 	bindPort, err = harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := r.env.PluginIdentity(r.ctx)
+	id, err := r.Env.PluginIdentity(r.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,9 +208,9 @@ func checkTransferredZone(t *testing.T, r *migRig, ours *harness.CoreDNS) {
 		t.Errorf("the transfer lacks the name server's address:\n%s", harness.Abridge(axfr, 5, 5))
 	}
 	checkzone := runTool(t, needTool(t, "named-checkzone", "bind9-utils"), "-i", "full", "-k", "fail", "-n", "fail", "-m", "fail", "-M", "fail", "-S", "fail", apex, file)
-	r.logf("named-checkzone -i full: %s", strings.Join(strings.Fields(checkzone), " "))
+	r.Logf("named-checkzone -i full: %s", strings.Join(strings.Fields(checkzone), " "))
 	kz := runTool(t, needTool(t, "kzonecheck", "knot-dnssecutils"), "-v", "-o", apex, file)
-	r.logf("kzonecheck: %s", strings.Join(strings.Fields(kz), " "))
+	r.Logf("kzonecheck: %s", strings.Join(strings.Fields(kz), " "))
 }
 
 // compareWithSecondary checks that BIND, the secondary b at serial,
@@ -236,7 +236,7 @@ func compareWithSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *harne
 		}
 		compared++
 	}
-	r.logf("BIND as secondary: serial %d, %d contract questions answered as the plugin answers them", serial, compared)
+	r.Logf("BIND as secondary: serial %d, %d contract questions answered as the plugin answers them", serial, compared)
 }
 
 // checkNotifiedSecondary writes a new ServiceImport in ns and checks that
@@ -245,10 +245,10 @@ func compareWithSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *harne
 func checkNotifiedSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *harness.CoreDNS, ns string, serial uint32) string {
 	t.Helper()
 	start := time.Now()
-	r.create(migImport("v1beta1", ns, "late", "ClusterSetIP", "10.77.0.1"))
+	r.Create(migImport("v1beta1", ns, "late", "ClusterSetIP", "10.77.0.1"))
 	late := n("late." + ns)
 	eventually(t, ours, late, "A", want{Answer: []string{a(late, "10.77.0.1")}})
-	r.logf("the plugin answers %s %.0f ms after the write, serial %d -> %d", late, time.Since(start).Seconds()*1000, serial, soaSerial(ours.Port, apex))
+	r.Logf("the plugin answers %s %.0f ms after the write, serial %d -> %d", late, time.Since(start).Seconds()*1000, serial, soaSerial(ours.Port, apex))
 	harness.Eventually(t, 10*time.Second, func() error {
 		res, err := harness.Dig(b.port, late, "A")
 		if err != nil {
@@ -257,7 +257,7 @@ func checkNotifiedSecondary(t *testing.T, r *migRig, b *bindSecondary, ours *har
 		return want{Answer: []string{a(late, "10.77.0.1")}}.Check(res.Msg(), defaultTTL)
 	})
 	took := time.Since(start)
-	r.logf("a new ServiceImport answered by the BIND secondary %.0f ms after the write (NOTIFY, no rndc)", took.Seconds()*1000)
+	r.Logf("a new ServiceImport answered by the BIND secondary %.0f ms after the write (NOTIFY, no rndc)", took.Seconds()*1000)
 	if took > 2*time.Second {
 		t.Errorf("the secondary followed the change after %v, want within 2s", took)
 	}
@@ -299,8 +299,8 @@ func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
 	t.Parallel()
 	const ns = "serial"
 	r := migStartWith(t, "serial", ns, harness.Options{})
-	r.create(migImport("v1beta1", ns, "web", "ClusterSetIP", "10.78.0.1"))
-	id, err := r.env.PluginIdentity(r.ctx)
+	r.Create(migImport("v1beta1", ns, "web", "ClusterSetIP", "10.78.0.1"))
+	id, err := r.Env.PluginIdentity(r.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
 	unix := func() uint32 { return uint32(time.Now().Unix()) }
 	first := start()
 	s0 := soaSerial(first.Port, apex)
-	r.create(migImport("v1beta1", ns, "api", "ClusterSetIP", "10.78.0.2"))
+	r.Create(migImport("v1beta1", ns, "api", "ClusterSetIP", "10.78.0.2"))
 	eventually(t, first, n("api."+ns), "A", want{Answer: []string{a(n("api."+ns), "10.78.0.2")}})
 	s1 := soaSerial(first.Port, apex)
 	if !serialAtLeast(s1, s0+1) {
@@ -324,7 +324,7 @@ func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
 	started := unix()
 	second := start()
 	s2 := soaSerial(second.Port, apex)
-	r.logf("replica 1 at %d after one change; replica 2, started at %d, at %d", s1, started, s2)
+	r.Logf("replica 1 at %d after one change; replica 2, started at %d, at %d", s1, started, s2)
 	if !serialAtLeast(s2, started) || s2 == s1 {
 		t.Errorf("replica 2, started at %d, is at serial %d, replica 1 at %d: want replica 2 at its start or after, not at replica 1's", started, s2, s1)
 	}
@@ -333,14 +333,14 @@ func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
 	// the write and its answer.
 	clockPast(t, max(s1, s2))
 	before := unix()
-	r.create(migImport("v1beta1", ns, "db", "ClusterSetIP", "10.78.0.3"))
+	r.Create(migImport("v1beta1", ns, "db", "ClusterSetIP", "10.78.0.3"))
 	var after [2]uint32
 	for i, c := range []*harness.CoreDNS{first, second} {
 		eventually(t, c, n("db."+ns), "A", want{Answer: []string{a(n("db."+ns), "10.78.0.3")}})
 		after[i] = unix()
 	}
 	s1b, s2b := soaSerial(first.Port, apex), soaSerial(second.Port, apex)
-	r.logf("after a change both see, written at %d: replica 1 at %d, replica 2 at %d (agree: %v)", before, s1b, s2b, s1b == s2b)
+	r.Logf("after a change both see, written at %d: replica 1 at %d, replica 2 at %d (agree: %v)", before, s1b, s2b, s1b == s2b)
 	for i, s := range []uint32{s1b, s2b} {
 		if s < before || s > after[i] {
 			t.Errorf("replica %d is at serial %d after a change written at %d and answered by %d: want the clock then", i+1, s, before, after[i])
@@ -355,6 +355,6 @@ func TestSerialAcrossRestartsAndReplicas(t *testing.T) {
 	if s := soaSerial(again.Port, apex); !serialAtLeast(s, s1) {
 		t.Errorf("after a restart the serial went from %d back to %d", s1, s)
 	} else {
-		r.logf("after a restart: %d (was %d)", s, s1)
+		r.Logf("after a restart: %d (was %d)", s, s1)
 	}
 }

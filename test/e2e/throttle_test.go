@@ -75,7 +75,7 @@ func TestThrottledStart(t *testing.T) {
 	r.populate("v1beta1")
 	r.runCoreDNS()
 	r.expectAll()
-	r.probe()
+	r.Probe()
 
 	calibrated := throttleCalibrate(t, r)
 	ours := throttleStorm(t, r, "ours", coredns, pluginRole(t), func(kubeconfig string) string {
@@ -89,15 +89,15 @@ func TestThrottledStart(t *testing.T) {
 			return "kubernetes clusterset.local {\n\tkubeconfig " + kubeconfig + "\n\tmulticluster clusterset.local\n}\n"
 		})
 	}
-	r.report()
-	throttleSummary(t, r, calibrated, ours, stock)
+	total, failed := r.Report()
+	throttleSummary(t, calibrated, ours, stock, total, failed)
 	if ours.total429 == 0 {
 		t.Error("ours: no 429 in the audit log: the storm was not throttled")
 	}
 	for _, v := range ours.violations {
 		t.Errorf("ours asked again sooner than Retry-After said: %s", v)
 	}
-	r.checkLog()
+	r.CheckLog()
 }
 
 // pluginRole is the ClusterRole deploy/rbac.yaml grants the plugin.
@@ -116,8 +116,8 @@ func pluginRole(t *testing.T) *rbacv1.ClusterRole {
 // server classifies users[0]'s requests there.
 func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.LimitResponse, users []*harness.Identity) {
 	t.Helper()
-	fc := r.env.Clientset.FlowcontrolV1()
-	pl, err := fc.PriorityLevelConfigurations().Create(r.ctx, &flowcontrolv1.PriorityLevelConfiguration{
+	fc := r.Env.Clientset.FlowcontrolV1()
+	pl, err := fc.PriorityLevelConfigurations().Create(r.Ctx, &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
 			Type: flowcontrolv1.PriorityLevelEnablementLimited,
@@ -136,7 +136,7 @@ func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.Lim
 	for _, id := range users {
 		subjects = append(subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: id.Name}})
 	}
-	_, err = fc.FlowSchemas().Create(r.ctx, &flowcontrolv1.FlowSchema{
+	_, err = fc.FlowSchemas().Create(r.Ctx, &flowcontrolv1.FlowSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: flowcontrolv1.FlowSchemaSpec{
 			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
@@ -159,7 +159,7 @@ func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.Lim
 	// The API server's APF controller takes up new objects from a watch.
 	client := throttleClient(t, users[0])
 	harness.Eventually(t, 20*time.Second, func() error {
-		resp, err := throttleGet(r.ctx, client, users[0], throttleListPath)
+		resp, err := throttleGet(r.Ctx, client, users[0], throttleListPath)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func throttleIdentities(t *testing.T, r *migRig, what string, n int, role *rbacv
 	t.Helper()
 	ids := make([]*harness.Identity, n)
 	for i := range ids {
-		id, err := r.env.Identity(r.ctx, fmt.Sprintf("throttle-%s-%02d", what, i), role)
+		id, err := r.Env.Identity(r.Ctx, fmt.Sprintf("throttle-%s-%02d", what, i), role)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func throttleCalibrate(t *testing.T, r *migRig) []int64 {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				resp, err := throttleGet(r.ctx, client, id, throttleListPath)
+				resp, err := throttleGet(r.Ctx, client, id, throttleListPath)
 				if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 					return
 				}
@@ -258,7 +258,7 @@ func throttleCalibrate(t *testing.T, r *migRig) []int64 {
 		}
 		wg.Wait()
 	}
-	evs, err := r.env.AuditEvents(id.Name, start)
+	evs, err := r.Env.AuditEvents(id.Name, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,16 +419,8 @@ func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.Clust
 // throttleAnswers asks c once for every name the prober expects one answer
 // for, and says which answers are not those.
 func throttleAnswers(r *migRig, c *harness.CoreDNS) error {
-	r.p.mu.Lock()
-	wants := map[string][]string{}
-	for name, sets := range r.p.want {
-		if len(sets) == 1 {
-			wants[name] = sets[0]
-		}
-	}
-	r.p.mu.Unlock()
 	var errs []error
-	for name, ips := range wants {
+	for name, ips := range r.Prober.Settled() {
 		m, err := harness.Exchange(c.Addr(), name, dns.TypeA)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -457,7 +449,7 @@ func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity
 	perUser := make([][]auditv1.Event, len(ids))
 	var all []auditv1.Event
 	for i, id := range ids {
-		evs, err := r.env.AuditEvents(id.Name, start)
+		evs, err := r.Env.AuditEvents(id.Name, start)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -540,7 +532,7 @@ func auditTarget(ev auditv1.Event) string {
 }
 
 // throttleSummary prints the storms' figures in one line.
-func throttleSummary(t *testing.T, r *migRig, calibrated []int64, ours, stock *throttleResult) {
+func throttleSummary(t *testing.T, calibrated []int64, ours, stock *throttleResult, total, failed int64) {
 	t.Helper()
 	median := func(xs []int) int {
 		s := slices.Clone(xs)
@@ -561,7 +553,7 @@ func throttleSummary(t *testing.T, r *migRig, calibrated []int64, ours, stock *t
 		parts = append(parts, describe(stock))
 	}
 	line := fmt.Sprintf("throttle: %d replicas at once into one seat and a queue of 10: %s; calibration: %d 429s (Retry-After %s) as replayed; %d lookups to a serving replica, %d failed",
-		throttleReplicas, strings.Join(parts, "; "), len(calibrated), retryAfterCounts(calibrated), r.p.total.Load(), r.p.failed.Load())
+		throttleReplicas, strings.Join(parts, "; "), len(calibrated), retryAfterCounts(calibrated), total, failed)
 	t.Log(line)
 	fmt.Println(line)
 }

@@ -20,18 +20,18 @@ func TestServedVersions(t *testing.T) {
 	t.Run("mcs-api v0.5.2 CRD: one watch per shape", func(t *testing.T) {
 		t.Parallel()
 		r := migStart(t, "mcs-api CRD", "versions", migUpstreamCRD(t))
-		r.create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.1"))
+		r.Create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.1"))
 		r.runCoreDNS()
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
-		r.answers(name, "10.71.0.1")
+		r.Answers(name, "10.71.0.1")
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.1")}})
-		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_serviceimports", "version", "v1beta1")
-		verWantMetric(t, r.metricsURL, 0, "coredns_multicluster_unread_versions", "version", "v1alpha1")
+		verWantMetric(t, r.DNS.MetricsURL, 1, "coredns_multicluster_serviceimports", "version", "v1beta1")
+		verWantMetric(t, r.DNS.MetricsURL, 0, "coredns_multicluster_unread_versions", "version", "v1alpha1")
 		// Both servers watch v1beta1, and neither watches v1alpha1, which
 		// has the same schema: the API server's own count of watches.
 		harness.Eventually(t, 20*time.Second, func() error {
-			w, err := verWatches(r.env)
+			w, err := verWatches(r.Env)
 			if err != nil {
 				return err
 			}
@@ -40,20 +40,20 @@ func TestServedVersions(t *testing.T) {
 			}
 			return nil
 		})
-		r.checkLog()
+		r.CheckLog()
 	})
 
 	t.Run("v1alpha1-only CRD: unread without fallback", func(t *testing.T) {
 		t.Parallel()
 		r := migStart(t, "v1alpha1 CRD", "versions", migUpstreamV1alpha1Only(t))
-		r.create(migImport("v1alpha1", "versions", "web", "ClusterSetIP", "10.71.0.2"))
+		r.Create(migImport("v1alpha1", "versions", "web", "ClusterSetIP", "10.71.0.2"))
 		r.runCoreDNS()
 		withFallback := r.extraCoreDNS("fallback v1alpha1")
 		name := "web.versions.svc.clusterset.local."
 		eventually(t, withFallback, name, "A", want{Answer: []string{a(name, "10.71.0.2")}})
-		verWantMetric(t, r.metricsURL, 1, "coredns_multicluster_unread_versions", "version", "v1alpha1")
-		expect(t, r.dns, defaultTTL, name, "A", nxdomain())
-		lines := verLogLines(r.dns, "ServiceImport v1alpha1 is served, but this configuration does not read it")
+		verWantMetric(t, r.DNS.MetricsURL, 1, "coredns_multicluster_unread_versions", "version", "v1alpha1")
+		expect(t, r.DNS, defaultTTL, name, "A", nxdomain())
+		lines := verLogLines(r.DNS, "ServiceImport v1alpha1 is served, but this configuration does not read it")
 		if len(lines) != 1 || !strings.Contains(lines[0], `"fallback v1alpha1"`) {
 			t.Errorf("log lines %q, want one naming fallback v1alpha1", lines)
 		}
@@ -64,48 +64,36 @@ func TestServedVersions(t *testing.T) {
 
 	t.Run("no ServiceImport CRD", func(t *testing.T) {
 		t.Parallel()
-		empty := t.TempDir()
-		menv, err := harness.Start(harness.Options{CRDDirectoryPaths: []string{empty}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = menv.Stop() })
-		r := &migRig{t: t, label: "no CRD", env: menv, ns: "versions"}
-		ctx, cancel := harness.Context(3 * time.Minute)
-		t.Cleanup(cancel)
-		r.ctx = ctx
+		r := &migRig{Rig: harness.StartRig(t, "no CRD", "versions", harness.Options{CRDDirectoryPaths: []string{t.TempDir()}})}
 		r.runCoreDNS()
 		// Ready, answering, and saying what to install.
-		expect(t, r.dns, defaultTTL, "dns-version."+apex, "TXT", want{Answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
-		expect(t, r.dns, defaultTTL, n("web.versions"), "A", nxdomain())
+		expect(t, r.DNS, defaultTTL, "dns-version."+apex, "TXT", want{Answer: []string{`dns-version.clusterset.local. txt "1.0.0"`}})
+		expect(t, r.DNS, defaultTTL, n("web.versions"), "A", nxdomain())
 		harness.Eventually(t, 10*time.Second, func() error {
-			if lines := verLogLines(r.dns, "the API server serves no ServiceImport"); len(lines) != 1 || !strings.Contains(lines[0], "install the ServiceImport CRD") {
+			if lines := verLogLines(r.DNS, "the API server serves no ServiceImport"); len(lines) != 1 || !strings.Contains(lines[0], "install the ServiceImport CRD") {
 				return fmt.Errorf("log lines %q, want one saying what to install", lines)
 			}
 			return nil
 		})
 		// The CRD arrives: answered without a restart.
 		opts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, MaxTime: time.Minute}
-		if _, err := envtest.InstallCRDs(menv.Config, opts); err != nil {
+		if _, err := envtest.InstallCRDs(r.Env.Config, opts); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := menv.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: versions\n"); err != nil {
-			t.Fatal(err)
-		}
-		r.create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.3"))
-		eventually(t, r.dns, n("web.versions"), "A", want{Answer: []string{a(n("web.versions"), "10.71.0.3")}})
+		r.Create(migImport("v1beta1", "versions", "web", "ClusterSetIP", "10.71.0.3"))
+		eventually(t, r.DNS, n("web.versions"), "A", want{Answer: []string{a(n("web.versions"), "10.71.0.3")}})
 	})
 }
 
 // extraCoreDNS starts one more CoreDNS on the rig's control plane, with the
 // given plugin options.
 func (r *migRig) extraCoreDNS(options ...string) *harness.CoreDNS {
-	r.t.Helper()
-	id, err := r.env.PluginIdentity(r.ctx)
+	r.T.Helper()
+	id, err := r.Env.PluginIdentity(r.Ctx)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	return harness.RunCoreDNS(r.t, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
+	return harness.RunCoreDNS(r.T, coredns, harness.CoreDNSOptions{Plugins: harness.MulticlusterBlock(id.Kubeconfig, options...)})
 }
 
 func verWantMetric(t *testing.T, url string, value float64, name string, labels ...string) {

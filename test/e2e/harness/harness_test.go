@@ -242,3 +242,67 @@ func TestAnswerWatcher(t *testing.T) {
 		t.Errorf("seen %v after %d questions for a.example.; want write 0 alone, after at least 6", seen, asked.Load())
 	}
 }
+
+// The prober against an in-process DNS server: a right answer (one address,
+// or a set in any order) counts as a lookup, an NXDOMAIN or other addresses
+// as a failed one, and a forgotten name as nothing.
+func TestProber(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string][]string{
+		"a.example.": {"10.0.0.1"},
+		"b.example.": {"10.0.0.2", "10.0.0.1"},
+		"d.example.": {"10.0.0.9"},
+		"e.example.": {"10.0.0.5"},
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		ips, ok := answers[r.Question[0].Name]
+		if !ok {
+			m.Rcode = dns.RcodeNameError
+		}
+		for _, ip := range ips {
+			rr, _ := dns.NewRR(r.Question[0].Name + " 5 IN A " + ip)
+			m.Answer = append(m.Answer, rr)
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	defer srv.Shutdown()
+	p := NewProber(pc.LocalAddr().String())
+	p.Expect("a.example.", "10.0.0.1")
+	p.Expect("b.example.", "10.0.0.1", "10.0.0.2")
+	p.Expect("c.example.", "10.0.0.3")                                    // NXDOMAIN
+	p.ExpectAny("d.example.", []string{"10.0.0.1"}, []string{"10.0.0.8"}) // other addresses
+	p.Expect("e.example.", "10.0.0.6")
+	p.Forget("e.example.")
+	stop := p.Start(context.Background())
+	if err := Poll(10*time.Second, func() error {
+		if total, _ := p.Counts(); total < 40 {
+			return fmt.Errorf("%d lookups", total)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	total, failed := p.Counts()
+	// Each round asks a, b, c and d in turn: c and d fail.
+	if failed == 0 || total-failed == 0 || total-2*failed > 2 || 2*failed-total > 2 {
+		t.Errorf("%d lookups, %d failed; want half of them failed (c and d)", total, failed)
+	}
+	if len(p.samples) == 0 {
+		t.Error("no sample of a failed lookup")
+	}
+	for _, s := range p.samples {
+		if !strings.Contains(s, "c.example.") && !strings.Contains(s, "d.example.") {
+			t.Errorf("sample %q: want only c.example. and d.example. to fail", s)
+		}
+	}
+	if got := p.Settled(); len(got) != 3 || !slices.Equal(got["b.example."], []string{"10.0.0.1", "10.0.0.2"}) {
+		t.Errorf("Settled() = %v, want a, b and c with one set each", got)
+	}
+}
