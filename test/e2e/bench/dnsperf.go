@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,76 +9,65 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
 // mix is one dnsperf query file, and the name and type the check before
-// measuring asks each server; the floor runs only the mixes with Floor.
+// measuring asks each server, with the answer it wants; the floor runs only
+// the mixes with Floor.
 type mix struct {
 	Key, Label, File   string // Key: a, srv, headless
 	Floor              bool
 	Sample, SampleType string
+	Want               contract.Want
 }
 
-// writeMixes writes the query files into dir: lines random draws (seeded)
-// over the n imports for A and SRV, and the one headless name.
+// writeMixes writes the query files into dir: seeded random draws over the
+// n imports for A and SRV, the one headless name.
 func writeMixes(dir string, fx fixture, n, lines int, seed uint64) ([]mix, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	srv := func(name string) string { return "_" + portName + "._tcp." + name }
+	var headless contract.Want
+	for c := range fx.clusters {
+		for e := range fx.endpoints {
+			headless.Answer = append(headless.Answer, contract.A(headlessFQDN(), endpointIP(c, e)))
+		}
+	}
 	mixes := []mix{
-		{Key: "a", Label: fmt.Sprintf("A, random over %d ClusterSetIP names", n), Floor: true, Sample: fx.name(0), SampleType: "A"},
-		{Key: "srv", Label: fmt.Sprintf("SRV _http._tcp, random over %d", n), Sample: srv(fx.name(0)), SampleType: "SRV"},
-		{Key: "headless", Label: fmt.Sprintf("headless A (%d×%d endpoints)", fx.clusters, fx.endpoints), Sample: headlessFQDN(), SampleType: "A"},
+		{"a", fmt.Sprintf("A, random over %d ClusterSetIP names", n), "", true, fx.name(0), "A", contract.Want{Answer: []string{contract.A(fx.name(0), importIP(0))}}},
+		{"srv", fmt.Sprintf("SRV _http._tcp, random over %d", n), "", false, srv(fx.name(0)), "SRV", contract.Want{Answer: []string{contract.SRV(srv(fx.name(0)), 100, portNumber, fx.name(0))}}},
+		{"headless", fmt.Sprintf("headless A (%d×%d endpoints)", fx.clusters, fx.endpoints), "", false, headlessFQDN(), "A", headless},
 	}
 	line := map[string]func() string{"a": func() string { return fx.name(r.IntN(n)) }, "srv": func() string { return srv(fx.name(r.IntN(n))) }, "headless": headlessFQDN}
 	for k := range mixes {
 		m := &mixes[k]
 		m.File = filepath.Join(dir, "queries-"+m.Key+".txt")
-		f, err := os.Create(m.File)
-		if err != nil {
-			return nil, err
-		}
-		w := bufio.NewWriter(f)
+		var b strings.Builder
 		for range lines {
-			fmt.Fprintf(w, "%s %s\n", line[m.Key](), m.SampleType)
+			fmt.Fprintf(&b, "%s %s\n", line[m.Key](), m.SampleType)
 		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Close(); err != nil {
+		if err := os.WriteFile(m.File, []byte(b.String()), 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return mixes, nil
 }
 
-// checkServer asks s each mix's sample name with dig and checks the answer
-// with the contract's check, on the bench's own fixture; whoami answers
-// every name with the client's address, in the additional section, so only
-// its rcode is checked.
-func checkServer(s *server, mixes []mix, fx fixture) error {
+// checkServer asks s each mix's sample name with dig and checks the answer;
+// whoami answers every name with the client's address, in the additional
+// section, so only its rcode is checked.
+func checkServer(s *server, mixes []mix) error {
 	floor := s.Name == "floor"
 	for _, m := range mixes[:cond(floor, 1, len(mixes))] {
 		r, err := harness.Dig(s.Port, m.Sample, m.SampleType)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-		w := contract.Want{}
-		switch m.Key {
-		case "a":
-			w.Answer = []string{contract.A(m.Sample, importIP(0))}
-		case "srv":
-			w.Answer = []string{contract.SRV(m.Sample, 100, portNumber, fx.name(0))}
-		case "headless":
-			for c := range fx.clusters {
-				for e := range fx.endpoints {
-					w.Answer = append(w.Answer, contract.A(headlessFQDN(), endpointIP(c, e)))
-				}
-			}
 		}
 		summary := fmt.Sprintf("%d answer records", len(r.Answer))
 		if got := contract.Briefs(r.Answer); len(got) == 1 {
@@ -91,7 +79,7 @@ func checkServer(s *server, mixes []mix, fx fixture) error {
 				err = fmt.Errorf("rcode %s, want NOERROR", r.Rcode)
 			}
 		} else {
-			err = w.Check(r.Msg(), contract.TTL) // stock's kubernetes plugin has the same default TTL
+			err = m.Want.Check(r.Msg(), contract.TTL) // stock's kubernetes plugin has the same default TTL
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %s %s: %v\n%s", s.Name, m.Sample, m.SampleType, err, r)
@@ -116,11 +104,10 @@ type perfResult struct {
 	ServerCPU, OtherCPU float64
 }
 
-// PerCPU is queries answered per second of the server's CPU time: what it
-// would answer with a whole CPU to itself, were it CPU-bound throughout.
+// PerCPU is what the server would answer with a whole CPU to itself, were
+// it CPU-bound throughout.
 func (r perfResult) PerCPU() float64 { return cond(r.ServerCPU <= 0, 0, r.QPS/r.ServerCPU) }
 
-// NonNoError counts responses whose rcode was not NOERROR.
 func (r perfResult) NonNoError() int {
 	n := 0
 	for code, c := range r.Rcodes {
@@ -137,23 +124,8 @@ var (
 		regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)}
 )
 
-// waitQuiet waits, at most within, until the busy share of cpu over half a
-// second is at most threshold (the servers on it are idle between runs, so
-// what is busy is someone else).
-func waitQuiet(ctx context.Context, cpu string, threshold float64, within time.Duration) {
-	for start := time.Now(); time.Since(start) < within && ctx.Err() == nil; {
-		a, err := harness.ReadCPUTime(cpu)
-		time.Sleep(500 * time.Millisecond)
-		b, berr := harness.ReadCPUTime(cpu)
-		if err != nil || berr != nil || b.Total == a.Total || (b.Busy-a.Busy)/(b.Total-a.Total) <= threshold {
-			return
-		}
-	}
-}
-
-// runDnsperf runs dnsperf for d against s with the mix's query file, pinned
-// to -load-cpu, EDNS0 on (4096-byte UDP responses: the headless answer is
-// about 2 KB), and keeps its output in dnsperf-<name>.txt.
+// runDnsperf runs dnsperf for d against s, pinned to -load-cpu, EDNS0 on
+// (the headless answer is about 2 KB).
 func runDnsperf(ctx context.Context, c config, d time.Duration, s *server, m mix, name string) (perfResult, error) {
 	res := perfResult{Server: s.Name, Mix: m.Key, Rcodes: map[string]int{}}
 	ctx, cancel := context.WithTimeout(ctx, d+60*time.Second)
@@ -161,22 +133,16 @@ func runDnsperf(ctx context.Context, c config, d time.Duration, s *server, m mix
 	cmd := exec.CommandContext(ctx, "taskset", "-c", c.loadCPU, "dnsperf", "-s", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-d", m.File,
 		"-l", strconv.Itoa(int(d.Round(time.Second).Seconds())), "-c", strconv.Itoa(c.clients), "-q", strconv.Itoa(c.outstanding),
 		"-T", "1", "-t", "5", "-b", "1024", "-e")
-	t0, err1 := harness.CPUSeconds(s.PID())
-	c0, err2 := harness.ReadCPUTime(c.serverCPU)
-	start := time.Now()
+	span, start := newSpan(c.serverCPU, s.PID()), time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
-	t1, err3 := harness.CPUSeconds(s.PID())
-	c1, err4 := harness.ReadCPUTime(c.serverCPU)
+	busy, total, own, ok := span.end()
 	_ = os.WriteFile(filepath.Join(c.out, "dnsperf-"+name+".txt"), out, 0o644)
 	if err != nil {
 		return res, fmt.Errorf("dnsperf: %v\n%s", err, out)
 	}
-	if err1 == nil && err2 == nil && err3 == nil && err4 == nil {
-		res.ServerCPU = (t1 - t0) / wall.Seconds()
-		if total := c1.Total - c0.Total; total > 0 {
-			res.OtherCPU = max(0, (c1.Busy-c0.Busy-(t1-t0))/total)
-		}
+	if ok {
+		res.ServerCPU, res.OtherCPU = own/wall.Seconds(), max(0, (busy-own)/total)
 	}
 	text := string(out)
 	var v [5]float64
@@ -195,4 +161,85 @@ func runDnsperf(ctx context.Context, c config, d time.Duration, s *server, m mix
 		}
 	}
 	return res, nil
+}
+
+// runQPS starts the floor, stock and ours one after another (each one's
+// start-up alone on its CPU), checks their answers, and runs the mixes in
+// alternating rounds, with dnsperf and the control planes on the other CPU.
+func runQPS(ctx context.Context, c config, rep *report, fx fixture, sides []side) error {
+	mixes, err := writeMixes(c.out, fx, c.imports, c.queryLines, c.seed)
+	if err != nil {
+		return err
+	}
+	rep.mixes = mixes
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.Stop()
+		}
+	}()
+	for _, sd := range sides {
+		s, err := c.startServer(sd, "", false)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		logf("%-5s ready in %.2fs on %s (pid %d)", s.Name, s.ReadyIn.Seconds(), s.Addr(), s.PID())
+	}
+	time.Sleep(c.settle)
+	for _, s := range servers[1:] {
+		f := footprint{Server: s.Name, Label: s.Label, Imports: c.imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: -1}
+		f.Settled.mem, _ = s.Memory()
+		rep.footprints = append(rep.footprints, f)
+	}
+	for _, s := range servers {
+		if err := checkServer(s, mixes); err != nil {
+			return fmt.Errorf("check before measuring: %w", err)
+		}
+	}
+	if err := pinPlanes(c.loadCPU); err != nil {
+		return err
+	}
+	defer func() { _ = pinPlanes("") }()
+	runs := sum(mixes, func(m mix) int { return cond(m.Floor, 3, 2) })
+	logf("measuring: %d rounds × %d runs of %v (at least %.0f minutes)", c.rounds, runs, c.duration, float64(c.rounds*runs)*(c.duration.Seconds()+1.5)/60)
+	for round := 1; round <= c.rounds; round++ {
+		for _, m := range mixes {
+			for _, s := range servers[cond(m.Floor, 0, 1):] {
+				r, err := measureRun(ctx, c, round, m, s)
+				if err != nil {
+					return err
+				}
+				rep.results = append(rep.results, r)
+			}
+		}
+	}
+	return nil
+}
+
+func measureRun(ctx context.Context, c config, round int, m mix, s *server) (perfResult, error) {
+	c.waitQuiet(ctx, c.quietWait)
+	var profile errgroup.Group
+	if c.pprof && round == 1 && c.duration >= 4*time.Second {
+		profile.Go(func() error {
+			time.Sleep(time.Second)
+			d := c.duration - 3*time.Second
+			data, err := s.pprof(fmt.Sprintf("/profile?seconds=%d", int(d.Seconds())), d+30*time.Second)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(c.out, fmt.Sprintf("cpu-%s-%s.pprof", m.Key, s.Name)), data, 0o644)
+			}
+			return err
+		})
+	}
+	r, err := runDnsperf(ctx, c, c.duration, s, m, fmt.Sprintf("r%d-%s-%s", round, m.Key, s.Name))
+	if perr := profile.Wait(); perr != nil {
+		logf("profile of %s, %s: %v", s.Name, m.Key, perr)
+	}
+	if err != nil {
+		return r, fmt.Errorf("round %d, %s, %s: %w", round, m.Key, s.Name, err)
+	}
+	r.Round = round
+	logf("%s", line(r, runCols))
+	time.Sleep(time.Second) // let the last responses drain
+	return r, nil
 }

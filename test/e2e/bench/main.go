@@ -10,17 +10,9 @@
 // CoreDNS v1.15.0 from the nested module hack/stock); docs/benchmarks.md
 // explains the method and shows a run.
 //
-// Files: main.go (the flags, the control planes and the QPS rounds),
-// server.go (one CoreDNS process, pinned, run by the harness; its memory and
-// Go heap, and the other processes' share of the CPUs), fixture.go (the
-// objects, built by the harness, written to the control planes), dnsperf.go
-// (the query files, a dig per mix and server before measuring, and
-// dnsperf's runs, parsed), scale.go (-scale: memory, time to ready and
-// replicas started together), propagation.go (-scale: a write to the
-// answers, timed by the harness's AnswerWatcher), soak.go (-soak: the long
-// churn and the check of every answer at its end), report.go (every table,
-// declared as columns and rendered for the terminal and as Markdown) and
-// charts.go (the SVG charts, with gonum/plot).
+// Files: main.go (the control planes, the servers and their readings),
+// fixture.go (the objects), dnsperf.go (the QPS rounds), scale.go (-scale,
+// propagation included), soak.go (-soak) and report.go (tables and charts).
 package main
 
 import (
@@ -29,6 +21,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -39,8 +33,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -58,6 +54,7 @@ type config struct {
 	propRate, propESRate, replicas   int
 	propDuration, quietWait          time.Duration
 	markdown, charts, stockStorage   string
+	pprof                            bool
 	quiet                            float64
 	soak, soakServices               int // writes of -soak, 0: off
 	soakWriters, soakEvery           int
@@ -92,7 +89,7 @@ func main() {
 	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
 	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
 	flag.DurationVar(&c.quietWait, "quiet-wait", 5*time.Second, "... but no longer than this")
-	flag.BoolVar(&withPprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
+	flag.BoolVar(&c.pprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
 	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
 	flag.IntVar(&c.soak, "soak", 0, "run the long churn alone instead: this many ServiceImport and EndpointSlice writes against one replica of ours, sampling its memory, goroutines and descriptors, then checking every answer (0: off)")
 	flag.IntVar(&c.soakServices, "soak-services", 3000, "services of -soak's working set (a multiple of 10), with two EndpointSlices each")
@@ -111,9 +108,8 @@ func main() {
 	}
 }
 
-// parseSizes parses a comma-separated list of import counts, each at least
-// the QPS fixture's (the imports are only ever added to), into increasing
-// order without repeats.
+// parseSizes parses -scale-imports: each at least the QPS fixture's, as
+// imports are only ever added.
 func parseSizes(list string, least int) ([]int, error) {
 	var sizes []int
 	for f := range strings.SplitSeq(list, ",") {
@@ -138,17 +134,6 @@ func logf(format string, args ...any) {
 	fmt.Printf("[%5.0fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// starter starts a server: the suffix names its files; metrics adds the
-// prometheus plugin (the scale servers, for their Go heap).
-type starter func(suffix string, metrics bool) (*server, error)
-
-// side is stock or ours: its control plane and how to start it.
-type side struct {
-	name  string
-	cl    *cluster
-	start starter
-}
-
 func run(c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -161,29 +146,29 @@ func run(c config) error {
 		return runSoak(ctx, c, rep)
 	}
 	// Two control planes, so that each server lists exactly its own objects:
-	// the v1alpha2 fixture for ours, the same names in v1alpha1 for stock,
-	// with v1alpha1 the storage version: the API server prunes every object
-	// against the storage version's schema (the checks before measuring
-	// would see stock answer nothing).
+	// stock's stores v1alpha1, as the API server prunes every object to the
+	// storage version's schema.
 	logf("starting two control planes (etcd and kube-apiserver from %s)", filepath.Join(c.repo, ".cache", "bin"))
 	fx := fixture{namespaces: c.namespaces, clusters: c.clusters, endpoints: c.endpoints}
-	cls, stopPlanes, err := startPlanes(ctx, c.repo, fx, plane{"ours (v1alpha2)", v1alpha2, "v1alpha2", true},
-		plane{"stock (v1alpha1)", v1alpha1, c.stockStorage, false})
-	defer stopPlanes()
+	cls, err := c.startPlanes(ctx, fx, []string{"ours (v1alpha2)", "stock (v1alpha1)"}, cache.V1alpha2, cache.V1alpha1)
+	defer stopPlanes(cls)
 	if err != nil {
 		return err
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := loadFixture(setupCtx, cls, c.imports); err != nil {
+	start := time.Now()
+	if err := parallel(setupCtx, 2, 2, func(ctx context.Context, k int) error { return cls[k].load(ctx, c.imports) }); err != nil {
 		return err
 	}
-	floor, sides, err := c.starters(setupCtx, cls[0], cls[1])
+	logf("fixture: %d ClusterSetIP imports and 1 headless import (%d×%d endpoints) in each of 2 control planes in %.1fs",
+		c.imports, fx.clusters, fx.endpoints, time.Since(start).Seconds())
+	sides, err := c.sides(setupCtx, cls[0], cls[1])
 	if err == nil && c.qps {
-		err = runQPS(ctx, c, rep, fx, floor, sides)
+		err = runQPS(ctx, c, rep, fx, sides)
 	}
 	if err == nil && c.scale {
-		err = runScale(ctx, c, rep, fx, sides)
+		err = runScale(ctx, c, rep, sides[1:])
 	}
 	if err != nil {
 		return err
@@ -191,7 +176,6 @@ func run(c config) error {
 	return rep.write()
 }
 
-// prepare checks the tools and binaries and settles the output paths.
 func (c *config) prepare() error {
 	var err error
 	if c.repo == "" {
@@ -210,157 +194,258 @@ func (c *config) prepare() error {
 		}
 		*b, _ = filepath.Abs(*b)
 	}
+	c.soakServices = max(20, c.soakServices/10*10)
+	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
 	c.out = cmp.Or(c.out, filepath.Join(c.repo, ".cache", "bench", "run-"+time.Now().Format("20060102-150405")))
 	c.markdown = cmp.Or(c.markdown, filepath.Join(c.out, "results.md"))
 	c.charts, err = filepath.Abs(cmp.Or(c.charts, c.out)) // so that the Markdown's links can be relative
 	return errors.Join(err, os.MkdirAll(c.out, 0o755), os.MkdirAll(c.charts, 0o755))
 }
 
-// plane is a control plane to start: its name, the ServiceImport version
-// its objects are written in, and deploy/crds' CRD with storage its storage
-// version (alone: the only one served).
-type plane struct {
-	name    string
-	version version
-	storage string
-	alone   bool
-}
-
-// startPlanes starts the control planes at once, with unthrottled clients
-// for each; stop stops them all, after an error too.
-func startPlanes(ctx context.Context, repo string, fx fixture, planes ...plane) (cls []*cluster, stop func(), err error) {
-	envs := make([]*harness.Env, len(planes))
-	stop = func() {
-		for _, e := range envs {
-			if e != nil {
-				_ = e.Stop()
-			}
-		}
-	}
-	err = parallel(ctx, len(planes), len(planes), func(ctx context.Context, k int) error {
-		crd, err := harness.ServiceImportCRD(repo, "deploy/crds")
-		if err == nil && planes[k].alone {
-			err = harness.KeepVersions(crd, planes[k].storage)
+// startPlanes starts a control plane per ServiceImport version at once, with
+// deploy/crds' CRD serving v1alpha2 alone, or storing -stock-storage.
+func (c *config) startPlanes(ctx context.Context, fx fixture, names []string, versions ...string) ([]*cluster, error) {
+	cls := make([]*cluster, len(versions))
+	err := parallel(ctx, len(versions), len(versions), func(ctx context.Context, k int) error {
+		crd, err := harness.ServiceImportCRD(c.repo, "deploy/crds")
+		if err == nil && versions[k] == cache.V1alpha2 {
+			err = harness.KeepVersions(crd, cache.V1alpha2)
 		} else if err == nil {
-			err = harness.SetStorage(crd, planes[k].storage)
+			err = harness.SetStorage(crd, c.stockStorage)
 		}
+		var env *harness.Env
 		if err == nil {
-			envs[k], err = harness.Start(harness.Options{Repo: repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+			env, err = harness.Start(harness.Options{Repo: c.repo, CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
 		}
-		return err
-	})
-	for k, p := range planes {
-		if err != nil {
-			break
-		}
-		var cl *cluster
-		cl, err = newCluster(p.name, p.version, envs[k], fx)
-		cls = append(cls, cl)
-		logf("control plane %s up at %s", p.name, envs[k].APIServerURL())
-	}
-	return cls, stop, err
-}
-
-// starters start the floor, and stock and ours on their control planes.
-// Ours runs as its least-privilege identity (deploy/rbac.yaml); stock needs
-// Services, EndpointSlices and Namespaces as well: the admin.
-func (c *config) starters(ctx context.Context, ours, stock *cluster) (starter, []side, error) {
-	id, err := ours.env.PluginIdentity(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	admin := filepath.Join(stock.env.TempDir(), "admin.kubeconfig")
-	if err := stock.env.WriteAdminKubeconfig(admin); err != nil {
-		return nil, nil, err
-	}
-	mk := func(name, label, bin, plugin string) starter {
-		return func(sfx string, metrics bool) (*server, error) {
-			return startServer(name+sfx, label, bin, c.out, c.serverCPU, plugin, metrics)
-		}
-	}
-	return mk("floor", "floor: stock whoami", c.stock, "whoami"), []side{
-		{"stock", stock, mk("stock", "stock v1.15.0 kubernetes", c.stock, fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone))},
-		{"ours", ours, mk("ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig))},
-	}, nil
-}
-
-// runQPS starts the floor, stock and ours one after another (each one's
-// start-up alone on its CPU), checks their answers, and runs the mixes in
-// alternating rounds, with dnsperf, this program and both control planes on
-// the other CPU.
-func runQPS(ctx context.Context, c config, rep *report, fx fixture, floor starter, sides []side) error {
-	mixes, err := writeMixes(c.out, fx, c.imports, c.queryLines, c.seed)
-	if err != nil {
-		return err
-	}
-	rep.mixes = mixes
-	var servers []*server
-	defer func() {
-		for _, s := range servers {
-			s.Stop()
-		}
-	}()
-	for _, start := range []starter{floor, sides[0].start, sides[1].start} {
-		s, err := start("", false)
 		if err != nil {
 			return err
 		}
-		servers = append(servers, s)
-		logf("%-5s ready in %.2fs on %s (pid %d)", s.Name, s.ReadyIn.Seconds(), s.Addr(), s.PID())
-	}
-	time.Sleep(c.settle)
-	for _, s := range servers[1:] {
-		f := footprint{Server: s.Name, Label: s.Label, Imports: c.imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: -1}
-		f.Settled.mem, _ = s.Memory()
-		rep.footprints = append(rep.footprints, f)
-	}
-	for _, s := range servers {
-		if err := checkServer(s, mixes, fx); err != nil {
-			return fmt.Errorf("check before measuring: %w", err)
-		}
-	}
-	if err := pinPlanes(c.loadCPU); err != nil {
+		cls[k], err = newCluster(names[k], versions[k], env, fx)
 		return err
-	}
-	defer func() { _ = pinPlanes("") }()
-	runs := sum(mixes, func(m mix) int { return cond(m.Floor, 3, 2) })
-	logf("measuring: %d rounds × %d runs of %v (at least %.0f minutes)", c.rounds, runs, c.duration, float64(c.rounds*runs)*(c.duration.Seconds()+1.5)/60)
-	for round := 1; round <= c.rounds; round++ {
-		for _, m := range mixes {
-			for _, s := range servers[cond(m.Floor, 0, 1):] {
-				r, err := measureRun(ctx, c, round, m, s)
-				if err != nil {
-					return err
-				}
-				rep.results = append(rep.results, r)
-			}
+	})
+	for _, cl := range cls {
+		if err == nil {
+			logf("control plane %s up at %s", cl.name, cl.env.APIServerURL())
 		}
 	}
-	return nil
+	return cls, err
 }
 
-// measureRun waits for the server's CPU to be quiet and runs dnsperf on
-// it once, with a CPU profile in round 1 under -pprof.
-func measureRun(ctx context.Context, c config, round int, m mix, s *server) (perfResult, error) {
-	waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-	profiled := make(chan error, 1)
-	if withPprof && round == 1 && c.duration >= 4*time.Second {
-		go func() {
-			time.Sleep(time.Second)
-			profiled <- s.profile(c.duration-3*time.Second, filepath.Join(c.out, fmt.Sprintf("cpu-%s-%s.pprof", m.Key, s.Name)))
-		}()
-	} else {
-		profiled <- nil
+func stopPlanes(cls []*cluster) {
+	for _, cl := range cls {
+		if cl != nil {
+			_ = cl.env.Stop()
+		}
 	}
-	r, err := runDnsperf(ctx, c, c.duration, s, m, fmt.Sprintf("r%d-%s-%s", round, m.Key, s.Name))
-	if perr := <-profiled; perr != nil {
-		logf("profile of %s, %s: %v", s.Name, m.Key, perr)
-	}
+}
+
+type side struct {
+	name, label, bin, plugin string
+	cl                       *cluster
+}
+
+// sides are the floor, stock and ours. Ours runs as its least-privilege
+// identity (deploy/rbac.yaml); stock needs more: the admin.
+func (c *config) sides(ctx context.Context, ours, stock *cluster) ([]side, error) {
+	id, err := ours.env.PluginIdentity(ctx)
 	if err != nil {
-		return r, fmt.Errorf("round %d, %s, %s: %w", round, m.Key, s.Name, err)
+		return nil, err
 	}
-	r.Round = round
-	logf("%s", line(r, runCols))
-	time.Sleep(time.Second) // let the last responses drain
-	return r, nil
+	admin := filepath.Join(stock.env.TempDir(), "admin.kubeconfig")
+	if err := stock.env.WriteAdminKubeconfig(admin); err != nil {
+		return nil, err
+	}
+	return []side{{"floor", "floor: stock whoami", c.stock, "whoami", nil},
+		{"stock", "stock v1.15.0 kubernetes", c.stock, fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone), stock},
+		{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), ours}}, nil
+}
+
+type server struct {
+	*harness.CoreDNS
+	Name, Label string
+	AtReady     mem // its memory right after ready
+}
+
+type mem = harness.Mem
+
+// startServer runs sd's server, pinned to -server-cpu with GOMAXPROCS=1,
+// with the prometheus plugin if metrics (the QPS servers run without: it
+// counts every query), and waits until it is ready: at 100,000 imports, up
+// to minutes on one CPU.
+func (c *config) startServer(sd side, suffix string, metrics bool) (*server, error) {
+	s := &server{Name: sd.name + suffix, Label: sd.label}
+	logFile, err := os.Create(filepath.Join(c.out, s.Name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	// Not closed: the harness copies the server's output into it until the
+	// server ends; closed, the server's next line kills it with SIGPIPE.
+	s.CoreDNS, err = harness.StartCoreDNS(sd.bin, harness.CoreDNSOptions{
+		Plugins: sd.plugin, NoLog: true, Metrics: metrics, Pprof: c.pprof || metrics, ReadyWithin: 600 * time.Second,
+		Wrap: []string{"taskset", "-c", c.serverCPU}, Env: []string{"GOMAXPROCS=1"}, Output: logFile,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(c.out, s.Name+".Corefile"), []byte(s.Corefile), 0o644); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.AtReady, _ = s.Memory()
+	return s, nil
+}
+
+func (s *server) pprof(path string, d time.Duration) ([]byte, error) {
+	resp, err := (&http.Client{Timeout: d}).Get(s.PprofURL + path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pprof: %w", s.Name, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s%s: %s", s.PprofURL, path, resp.Status)
+	}
+	return data, err
+}
+
+// collectGarbage has the server run runtime.GC: pprof's heap profile with
+// gc=1 does.
+func (s *server) collectGarbage() error {
+	_, err := s.pprof("/heap?gc=1", 60*time.Second)
+	return err
+}
+
+// goMem is what the prometheus plugin exports of the Go runtime (bytes).
+type goMem struct{ HeapInuse, HeapSys, Alloc, Goroutines, FDs int64 }
+
+// reading is a server's memory, its Go heap, and its Go heap after a GC:
+// Live.Alloc is what its live objects take.
+type reading struct {
+	mem
+	Heap, Live goMem
+}
+
+func (s *server) Memory() (mem, error) { return harness.ProcMemory(s.PID()) }
+
+func (s *server) read() (r reading, err error) {
+	var errs [4]error
+	r.mem, errs[0] = s.Memory()
+	r.Heap, errs[1] = s.goMemory()
+	errs[2] = s.collectGarbage()
+	r.Live, errs[3] = s.goMemory()
+	if err = errors.Join(errs[:]...); err != nil {
+		err = fmt.Errorf("%s: %w", s.Name, err)
+	}
+	return r, err
+}
+
+func (s *server) goMemory() (m goMem, err error) {
+	metrics, err := harness.Scrape(s.MetricsURL)
+	for name, p := range map[string]*int64{"go_memstats_heap_inuse_bytes": &m.HeapInuse, "go_memstats_heap_sys_bytes": &m.HeapSys,
+		"go_memstats_alloc_bytes": &m.Alloc, "go_goroutines": &m.Goroutines, "process_open_fds": &m.FDs} {
+		var v float64
+		if err == nil {
+			v, err = metrics.Value(name)
+		}
+		*p = int64(v)
+	}
+	return m, err
+}
+
+// pinPlanes pins every thread of the control planes and of this process to
+// cpus, "": every online CPU.
+func pinPlanes(cpus string) error {
+	if online, _ := os.ReadFile("/sys/devices/system/cpu/online"); cpus == "" {
+		cpus = cmp.Or(strings.TrimSpace(string(online)), "0-1")
+	}
+	pids, err := harness.ChildrenNamed("etcd", "kube-apiserver")
+	for _, pid := range append(pids, os.Getpid()) {
+		if out, terr := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("taskset -a -p -c %s %d: %v: %s", cpus, pid, terr, out))
+		}
+	}
+	return err
+}
+
+// cpuSpan measures how busy cpu ("": every CPU) was over a span, and the
+// CPU time of pids meanwhile; read and seconds are harness.ReadCPUTime and
+// harness.CPUSeconds but in tests.
+type cpuSpan struct {
+	cpu     string
+	pids    []int
+	at      harness.CPUTime
+	own     float64 // CPU seconds of pids at the start
+	read    func(cpu string) (harness.CPUTime, error)
+	seconds func(pid int) (float64, error)
+}
+
+func newSpan(cpu string, pids ...int) *cpuSpan {
+	s := &cpuSpan{cpu: cpu, pids: pids, read: harness.ReadCPUTime, seconds: harness.CPUSeconds}
+	s.at, _ = s.read(cpu)
+	s.own = s.secondsOf(pids)
+	return s
+}
+
+// othersSpan is a span of every CPU, to tell what others than this program,
+// its control planes and servers took.
+func othersSpan(pids ...int) *cpuSpan {
+	planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
+	return newSpan("", append(append([]int{os.Getpid()}, planes...), pids...)...)
+}
+
+// end ends the span: the CPU's busy and total time, and the CPU time of
+// pids and of started (servers started within it, counted whole).
+func (s *cpuSpan) end(started ...int) (busy, total, own float64, ok bool) {
+	c, err := s.read(s.cpu)
+	own = s.secondsOf(s.pids) - s.own + s.secondsOf(started)
+	return c.Busy - s.at.Busy, c.Total - s.at.Total, own, err == nil && s.at.Total != 0 && c.Total != s.at.Total
+}
+
+// others ends the span: the share of the CPU that others than pids and
+// started took, -1 if unknown.
+func (s *cpuSpan) others(started ...int) float64 {
+	busy, total, own, ok := s.end(started...)
+	return cond(ok, max(0, (busy-own)/total), -1)
+}
+
+func (s *cpuSpan) secondsOf(pids []int) float64 {
+	return sum(pids, func(pid int) float64 { t, _ := s.seconds(pid); return t })
+}
+
+// waitQuiet waits, at most within, until the busy share of -server-cpu over
+// half a second is at most -quiet (the servers on it are idle between runs,
+// so what is busy is someone else).
+func (c *config) waitQuiet(ctx context.Context, within time.Duration) {
+	for start := time.Now(); time.Since(start) < within && ctx.Err() == nil; {
+		sp := newSpan(c.serverCPU)
+		time.Sleep(500 * time.Millisecond)
+		if busy, total, _, ok := sp.end(); !ok || busy/total <= c.quiet {
+			return
+		}
+	}
+}
+
+// parallel calls f(ctx, 0..n-1) from at most workers goroutines, and none
+// after the first error.
+func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error { return f(ctx, i) })
+	}
+	return g.Wait()
+}
+
+func cond[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
+
+func sum[R any, N int | float64](runs []R, f func(R) N) (n N) {
+	for _, x := range runs {
+		n += f(x)
+	}
+	return n
 }

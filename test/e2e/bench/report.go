@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"os"
@@ -14,67 +15,71 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-// report gathers what was measured and renders it.
+// report gathers what was measured and renders it: every table for the
+// terminal and as Markdown, and the charts as SVG.
 type report struct {
-	cfg               config
-	started, finished time.Time
-	host              []string
+	cfg     config
+	started time.Time
+	host    []string
 
 	mixes      []mix
 	results    []perfResult
-	footprints []footprint
+	footprints []footprint // stock's, then ours', at each number of imports
 	loads      []string
 	props      []propagation
 	replicas   []replicaStart
 	soak       *soakRun
 }
 
-// column is one column of a table: its header and its cell in a row.
 type column[R any] struct {
 	h string
 	f func(R) string
 }
 
-// table is one table of the report: a sentence before it, its title (none:
-// the table follows the sentence), its header and rows, and lines after it.
+// table is a sentence before it, its title (none: the table follows the
+// sentence), its header and rows, and lines after it.
 type table struct {
-	mdOnly          bool // in the Markdown only, not on the terminal
+	mdOnly          bool
 	intro, title    string
 	head            []string
 	rows            [][]string
 	warnings, notes []string
 }
 
-// tableOf is the table of rows in cols.
 func tableOf[R any](title string, rows []R, cols []column[R]) table {
 	t := table{title: title}
 	for _, c := range cols {
 		t.head = append(t.head, c.h)
 	}
 	for _, r := range rows {
-		cells := make([]string, len(cols))
-		for k, c := range cols {
-			cells[k] = c.f(r)
-		}
-		t.rows = append(t.rows, cells)
+		t.rows = append(t.rows, cells(r, cols))
 	}
 	return t
 }
 
-// line is row r of cols as "header value" pairs, for the log.
+func cells[R any](r R, cols []column[R]) []string {
+	out := make([]string, len(cols))
+	for k, c := range cols {
+		out[k] = c.f(r)
+	}
+	return out
+}
+
 func line[R any](r R, cols []column[R]) string {
 	var parts []string
-	for _, c := range cols {
-		parts = append(parts, c.h+" "+c.f(r))
+	for k, v := range cells(r, cols) {
+		parts = append(parts, cols[k].h+" "+v)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// render writes the tables to w as text for the terminal or as Markdown.
 func render(w io.Writer, tables []table, md bool) {
 	para := func(s, end string) {
 		if md {
@@ -105,15 +110,14 @@ func render(w io.Writer, tables []table, md bool) {
 			tw.Flush()
 		}
 		for _, s := range t.warnings {
-			para(map[bool]string{true: "**Warning:** ", false: "  WARNING: "}[md]+s, "")
+			para(cond(md, "**Warning:** ", "  WARNING: ")+s, "")
 		}
 		for _, s := range t.notes {
-			para(map[bool]string{true: "", false: "  "}[md]+s, ".")
+			para(cond(md, "", "  ")+s, ".")
 		}
 	}
 }
 
-// machine describes the machine: its CPUs, kernel, Go and dnsperf.
 func (r *report) machine() {
 	model := "unknown CPU"
 	if fs, err := procfs.NewDefaultFS(); err == nil {
@@ -132,15 +136,13 @@ func (r *report) machine() {
 // write prints the report, draws its charts and writes it as Markdown, with
 // links to the charts.
 func (r *report) write() error {
-	c := r.cfg
-	r.finished = time.Now()
+	c, took := r.cfg, time.Since(r.started).Seconds()
 	var text, md strings.Builder
-	fmt.Fprintf(&text, "\n== bench: %s, %.0fs\n   %s\n", r.started.Format(time.RFC3339), r.finished.Sub(r.started).Seconds(), strings.Join(r.host, "\n   "))
+	fmt.Fprintf(&text, "\n== bench: %s, %.0fs\n   %s\n", r.started.Format(time.RFC3339), took, strings.Join(r.host, "\n   "))
 	tables := r.tables()
 	render(&text, tables, false)
 	fmt.Print(text.String())
-	fmt.Fprintf(&md, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"),
-		r.finished.Sub(r.started).Seconds(), r.host[0], r.host[1])
+	fmt.Fprintf(&md, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"), took, r.host[0], r.host[1])
 	render(&md, tables, true)
 	charts, err := r.charts(c.charts)
 	if err != nil {
@@ -157,24 +159,30 @@ func (r *report) write() error {
 	return os.WriteFile(c.markdown, []byte(md.String()), 0o644)
 }
 
-// tables are the report's tables, in order; the terminal and Markdown show
-// the same ones but the table of every run, the Markdown's alone.
+// tables are the report's tables, in order; the table of every run is the
+// Markdown's alone.
 func (r *report) tables() []table {
 	var out []table
 	if len(r.results) > 0 {
 		c := r.cfg
-		qps := tableOf(qpsTitle, r.mixes, r.summaryCols(qpsOf))
+		qps := tableOf("QPS: median (lowest–highest) of the rounds", r.mixes, r.summaryCols(qpsOf))
 		qps.intro = fmt.Sprintf("%d alternating rounds of %v per server and mix; servers GOMAXPROCS=1 on CPU %s, dnsperf -c %d -q %d -T 1 -t 5 -b 1024 -e on CPU %s",
 			c.rounds, c.duration, c.serverCPU, c.clients, c.outstanding, c.loadCPU)
 		detail := tableOf("per server and mix, over all rounds", r.groups(), detailCols)
 		detail.warnings = r.warnings()
 		every := tableOf("every run", r.results, runCols)
 		every.mdOnly = true
-		out = append(out, qps, tableOf(perCPUTitle, r.mixes, r.summaryCols(perCPUOf)), detail, every)
+		out = append(out, qps, tableOf("QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU",
+			r.mixes, r.summaryCols(perCPUOf)), detail, every)
 	}
 	if len(r.footprints) > 0 {
-		out = append(out, tableOf(footprintTitle, r.footprints, footprintCols))
-		if pairs := r.footprintPairs(); len(pairs) > 0 {
+		out = append(out, tableOf("start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)",
+			r.footprints, footprintCols))
+		var pairs [][2]footprint
+		for i := 1; i < len(r.footprints); i += 2 {
+			pairs = append(pairs, [2]footprint{r.footprints[i-1], r.footprints[i]})
+		}
+		if len(pairs) > 0 {
 			out = append(out, tableOf("ours/stock, memory after settling", pairs, ratioCols))
 		}
 		out[len(out)-1].notes = r.loads
@@ -183,27 +191,20 @@ func (r *report) tables() []table {
 		out = append(out, tableOf(fmt.Sprintf("propagation at %d imports: API write (merge patch of one import's ips, or of one churn import's EndpointSlice) to the first DNS answer with the new address",
 			r.props[0].Imports), r.props, propCols))
 		if busy := slices.DeleteFunc(slices.Clone(r.props), func(p propagation) bool { return p.Idle.QPS == 0 }); len(busy) > 0 {
-			out = append(out, tableOf(churnTitle, busy, r.churnCols()))
+			out = append(out, tableOf("serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes",
+				busy, churnCols))
 		}
 	}
 	if len(r.replicas) > 0 {
-		out = append(out, tableOf(replicasTitle, r.replicas, replicaCols))
+		out = append(out, tableOf("replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile",
+			r.replicas, replicaCols))
 	}
 	if r.soak != nil {
-		out = append(out, r.soak.tables()...)
+		out = append(out, r.soakTables()...)
 	}
 	return out
 }
 
-const (
-	qpsTitle       = "QPS: median (lowest–highest) of the rounds"
-	perCPUTitle    = "QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU"
-	footprintTitle = "start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)"
-	churnTitle     = "serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes"
-	replicasTitle  = "replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile"
-)
-
-// runs are a server's runs of a mix.
 func (r *report) runs(server, mixKey string) []perfResult {
 	return slices.DeleteFunc(slices.Clone(r.results), func(x perfResult) bool { return x.Server != server || x.Mix != mixKey })
 }
@@ -221,7 +222,7 @@ func (r *report) stat(server, mixKey string, metric func(perfResult) float64) (m
 	return median(v), slices.Min(v), slices.Max(v), len(v)
 }
 
-// median of v (the mean of the middle two for an even count); v is left as
+// median of v, the mean of the middle two for an even count; v is left as
 // it was.
 func median(v []float64) float64 {
 	v = slices.Sorted(slices.Values(v))
@@ -243,7 +244,7 @@ func (t target) String() string {
 	if t.ratio == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f (target ≥%.2g: %s)", t.ratio, t.want, map[bool]string{true: "met", false: "MISSED"}[t.ok])
+	return fmt.Sprintf("%.2f (target ≥%.2g: %s)", t.ratio, t.want, cond(t.ok, "met", "MISSED"))
 }
 
 func ratio(a, b, want float64) target {
@@ -261,9 +262,9 @@ func (r *report) summaryCols(metric func(perfResult) float64) []column[mix] {
 			return cond(med == 0, "-", fmt.Sprintf("%.0f (%.0f–%.0f)", med, lo, hi))
 		}
 	}
-	of := func(a, b string, want func(mix) float64) func(mix) string {
+	of := func(b string, want func(mix) float64) func(mix) string {
 		return func(m mix) string {
-			x, _, _, _ := r.stat(a, m.Key, metric)
+			x, _, _, _ := r.stat("ours", m.Key, metric)
 			y, _, _, _ := r.stat(b, m.Key, metric)
 			return cond(b == "floor" && !m.Floor, "-", ratio(x, y, want(m)).String())
 		}
@@ -273,17 +274,10 @@ func (r *report) summaryCols(metric func(perfResult) float64) []column[mix] {
 	}
 	return []column[mix]{{"mix", func(m mix) string { return m.Label }},
 		{"floor: whoami", cell("floor")}, {"stock v1.15.0", cell("stock")}, {"ours", cell("ours")},
-		{"ours/stock (of medians)", of("ours", "stock", func(m mix) float64 { return cond(m.Key == "headless", 3.0, 1.5) })},
+		{"ours/stock (of medians)", of("stock", func(m mix) float64 { return cond(m.Key == "headless", 3.0, 1.5) })},
 		{"ours/stock (median of rounds)", paired("stock")},
-		{"ours/floor (of medians)", of("ours", "floor", func(mix) float64 { return 0.85 })},
+		{"ours/floor (of medians)", of("floor", func(mix) float64 { return 0.85 })},
 		{"ours/floor (median of rounds)", paired("floor")}}
-}
-
-func cond[T any](c bool, a, b T) T {
-	if c {
-		return a
-	}
-	return b
 }
 
 // pairedRatio is the median over rounds of a/b within the round, with the
@@ -309,9 +303,7 @@ func (r *report) pairedRatio(a, b, mixKey string, metric func(perfResult) float6
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios))
 }
 
-// groups are every server's runs of every mix, mix by mix.
-func (r *report) groups() [][]perfResult {
-	var out [][]perfResult
+func (r *report) groups() (out [][]perfResult) {
 	for _, m := range r.mixes {
 		for _, s := range []string{"floor", "stock", "ours"} {
 			if runs := r.runs(s, m.Key); len(runs) > 0 {
@@ -320,15 +312,6 @@ func (r *report) groups() [][]perfResult {
 		}
 	}
 	return out
-}
-
-// sum is f summed over runs.
-func sum[R any, N int | float64](runs []R, f func(R) N) N {
-	var n N
-	for _, x := range runs {
-		n += f(x)
-	}
-	return n
 }
 
 func meanPct(f func(perfResult) float64) func([]perfResult) string {
@@ -361,8 +344,7 @@ var runCols = []column[perfResult]{
 }
 
 // warnings name runs whose answers were not all NOERROR where they must be.
-func (r *report) warnings() []string {
-	var out []string
+func (r *report) warnings() (out []string) {
 	for _, x := range r.results {
 		if bad := x.NonNoError(); bad > 0 && (x.Mix == "a" || x.Mix == "srv" || x.Server == "floor") {
 			out = append(out, fmt.Sprintf("round %d, %s, %s: %d responses were not NOERROR (%v)", x.Round, x.Mix, x.Server, bad, x.Rcodes))
@@ -371,20 +353,17 @@ func (r *report) warnings() []string {
 	return out
 }
 
-// pct renders a share of the CPUs, "-" when unknown (negative).
-func pct(share float64) string { return cond(share < 0, "-", fmt.Sprintf("%.0f%%", share*100)) }
-
-func mib(kb int) string { return cond(kb == 0, "-", fmt.Sprintf("%.0f MiB", float64(kb)/1024)) }
-
-func mibBytes(b int64) string { return cond(b == 0, "-", fmt.Sprintf("%.1f MiB", mibOf(b))) }
-
+// The cells of the figures: "-" for a share of the CPUs not measured
+// (negative), for no memory read (0), for a ratio without both figures.
+func pct(share float64) string  { return cond(share < 0, "-", fmt.Sprintf("%.0f%%", share*100)) }
+func mib(kb int) string         { return cond(kb == 0, "-", fmt.Sprintf("%.0f MiB", float64(kb)/1024)) }
+func mibBytes(b int64) string   { return cond(b == 0, "-", fmt.Sprintf("%.1f MiB", mibOf(b))) }
 func mibOf(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 func msec(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
 
-// div is a/b to two places, "-" when either is 0 or not a number.
 func div(a, b float64) string {
 	return cond(a == 0 || b == 0 || math.IsNaN(a/b), "-", fmt.Sprintf("%.2f", a/b))
 }
@@ -412,21 +391,6 @@ var footprintCols = []column[footprint]{
 	{"Go live heap after dnsperf", func(f footprint) string { return mibBytes(f.Loaded.Live.Alloc) }},
 }
 
-// footprintPairs are stock's and ours' footprints at the same number of
-// imports and from the same step (QPS or -scale).
-func (r *report) footprintPairs() [][2]footprint {
-	var out [][2]footprint
-	for _, s := range r.footprints {
-		for _, o := range r.footprints {
-			if rest, ok := strings.CutPrefix(s.Server, "stock"); ok && o.Imports == s.Imports && o.Server == "ours"+rest {
-				out = append(out, [2]footprint{s, o})
-			}
-		}
-	}
-	return out
-}
-
-// ours/stock of a figure.
 func oursOver(h string, f func(footprint) float64) column[[2]footprint] {
 	return column[[2]footprint]{h, func(p [2]footprint) string { return div(f(p[1]), f(p[0])) }}
 }
@@ -441,9 +405,10 @@ var ratioCols = []column[[2]footprint]{
 	oursOver("Go live heap after dnsperf ours/stock", func(f footprint) float64 { return float64(f.Loaded.Live.Alloc) }),
 }
 
-// pr is a column of a propagation's latencies of a kind: quantile q.
-func pr(h, kind string, q float64) column[propagation] {
-	return column[propagation]{h, func(p propagation) string { return msec(p.Lat[kind].q(q)) }}
+// pr is a column of quantile q of a propagation's latencies of a kind, alone
+// the same server's run without queries.
+func pr(h, kind string, q float64, alone bool) column[propagation] {
+	return column[propagation]{h, func(p propagation) string { return msec(cond(alone, p.Alone, p.Lat)[kind].q(q)) }}
 }
 
 var propCols = []column[propagation]{
@@ -452,33 +417,25 @@ var propCols = []column[propagation]{
 	{"writes (ServiceImport + EndpointSlice)", func(p propagation) string { return fmt.Sprintf("%d + %d", p.Writes, p.ESWrites) }},
 	{"rate", func(p propagation) string { return fmt.Sprintf("%.0f/s + %.0f/s", p.Achieved, p.ESAchieved) }},
 	{"seen", func(p propagation) string { return fmt.Sprint(p.Seen) }},
-	pr("p50", "answer", 0.5), pr("p90", "answer", 0.9), pr("p99", "answer", 0.99), pr("max", "answer", 1),
-	pr("API ack p50", "ack", 0.5), pr("API ack p99", "ack", 0.99),
-	pr("ack to answer p50", "after ack", 0.5), pr("ack to answer p99", "after ack", 0.99),
-	pr("to the bench's watch p50", "event", 0.5), pr("to the bench's watch p99", "event", 0.99),
-	pr("watch event to answer p50", "after event", 0.5), pr("watch event to answer p99", "after event", 0.99),
+	pr("p50", "answer", 0.5, false), pr("p90", "answer", 0.9, false), pr("p99", "answer", 0.99, false), pr("max", "answer", 1, false),
+	pr("API ack p50", "ack", 0.5, false), pr("API ack p99", "ack", 0.99, false),
+	pr("ack to answer p50", "after ack", 0.5, false), pr("ack to answer p99", "after ack", 0.99, false),
+	pr("to the bench's watch p50", "event", 0.5, false), pr("to the bench's watch p99", "event", 0.99, false),
+	pr("watch event to answer p50", "after event", 0.5, false), pr("watch event to answer p99", "after event", 0.99, false),
 	{"others' CPU", func(p propagation) string { return pct(p.Others) }},
 }
 
-// churnCols compare a propagation run during dnsperf with the same
-// server's run alone.
-func (r *report) churnCols() []column[propagation] {
-	alone := func(kind string) func(propagation) string {
-		return func(p propagation) string {
-			i := slices.IndexFunc(r.props, func(q propagation) bool { return q.Server == p.Server && q.Idle.QPS == 0 })
-			return cond(i < 0, "-", msec(r.props[max(i, 0)].Lat[kind].q(0.99)))
-		}
-	}
-	return []column[propagation]{
-		propCols[0], propCols[1],
-		{"QPS alone", func(p propagation) string { return fmt.Sprintf("%.0f", p.Idle.QPS) }},
-		{"QPS while writing", func(p propagation) string { return fmt.Sprintf("%.0f", p.Busy.QPS) }},
-		{"while writing / alone", func(p propagation) string { return div(p.Busy.QPS, p.Idle.QPS) }},
-		{"per CPU-second: while writing / alone", func(p propagation) string { return div(p.Busy.PerCPU(), p.Idle.PerCPU()) }},
-		{"write to answer p99, no queries", alone("answer")}, pr("write to answer p99, during dnsperf", "answer", 0.99),
-		{"watch event to answer p99, no queries", alone("after event")}, pr("watch event to answer p99, during dnsperf", "after event", 0.99),
-		{"writes answered", func(p propagation) string { return fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites) }},
-	}
+// churnCols are a propagation run during dnsperf beside the same server's
+// run alone.
+var churnCols = []column[propagation]{
+	propCols[0], propCols[1],
+	{"QPS alone", func(p propagation) string { return fmt.Sprintf("%.0f", p.Idle.QPS) }},
+	{"QPS while writing", func(p propagation) string { return fmt.Sprintf("%.0f", p.Busy.QPS) }},
+	{"while writing / alone", func(p propagation) string { return div(p.Busy.QPS, p.Idle.QPS) }},
+	{"per CPU-second: while writing / alone", func(p propagation) string { return div(p.Busy.PerCPU(), p.Idle.PerCPU()) }},
+	pr("write to answer p99, no queries", "answer", 0.99, true), pr("write to answer p99, during dnsperf", "answer", 0.99, false),
+	pr("watch event to answer p99, no queries", "after event", 0.99, true), pr("watch event to answer p99, during dnsperf", "after event", 0.99, false),
+	{"writes answered", func(p propagation) string { return fmt.Sprintf("%d of %d", p.Seen, p.Writes+p.ESWrites) }},
 }
 
 var replicaCols = []column[replicaStart]{
@@ -492,4 +449,113 @@ var replicaCols = []column[replicaStart]{
 	{"kube-apiserver VmRSS before", func(x replicaStart) string { return mib(x.APIBefore) }},
 	{"peak", func(x replicaStart) string { return mib(x.APIPeak) }},
 	{"growth", func(x replicaStart) string { return cond(x.Err != "", "-", mib(x.APIPeak-x.APIBefore)) }},
+}
+
+// The servers' colours, the same in every chart.
+var serverColor = map[string]color.Color{"floor": color.RGBA{0x99, 0x99, 0x99, 0xff}, "stock": color.RGBA{0xd9, 0x5f, 0x02, 0xff}, "ours": color.RGBA{0x1b, 0x9e, 0x77, 0xff}}
+
+// charts writes the charts into dir and returns their file names: qps.svg
+// (median QPS per mix and server) when QPS was measured, memory.svg and
+// ready.svg (RssAnon and time to ready against the number of imports) when
+// footprints were, soak.svg after -soak.
+func (r *report) charts(dir string) (written []string, err error) {
+	for _, c := range []struct {
+		name  string
+		w     vg.Length
+		drawn bool
+		draw  func() (*plot.Plot, error)
+	}{
+		{"qps.svg", 16, len(r.results) > 0, r.qpsChart},
+		{"memory.svg", 12, len(r.footprints) > 0, func() (*plot.Plot, error) {
+			return r.footprintChart("Anonymous memory (RssAnon) after start-up", "MiB", func(f footprint) float64 { return float64(f.Settled.Anon) / 1024 })
+		}},
+		{"ready.svg", 12, len(r.footprints) > 0, func() (*plot.Plot, error) {
+			return r.footprintChart("Time from start to ready", "seconds", func(f footprint) float64 { return f.ReadyIn.Seconds() })
+		}},
+		{"soak.svg", 16, r.soak != nil, r.soakChart},
+	} {
+		if !c.drawn {
+			continue
+		}
+		p, err := c.draw()
+		if err == nil {
+			err = p.Save(c.w*vg.Centimeter, 9*vg.Centimeter, filepath.Join(dir, c.name))
+		}
+		if err != nil {
+			return written, fmt.Errorf("chart %s: %w", c.name, err)
+		}
+		written = append(written, c.name)
+	}
+	return written, nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Y.Min = title, x, y, 0
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func (r *report) qpsChart() (*plot.Plot, error) {
+	p := newPlot("Queries per second (median of rounds, one core)", "", "QPS")
+	var names []string
+	for _, m := range r.mixes {
+		names = append(names, m.Label)
+	}
+	p.NominalX(names...)
+	width := vg.Points(18)
+	for i, s := range []string{"floor", "stock", "ours"} {
+		values := make(plotter.Values, len(r.mixes))
+		for j, m := range r.mixes {
+			values[j], _, _, _ = r.stat(s, m.Key, qpsOf)
+			p.Y.Max = max(p.Y.Max, 1.25*values[j]) // room for the legend above the bars
+		}
+		bars, err := plotter.NewBarChart(values, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color, bars.LineStyle.Width, bars.Offset = serverColor[s], 0, vg.Length(i-1)*width
+		p.Add(bars)
+		p.Legend.Add(s, bars)
+	}
+	return p, nil
+}
+
+// footprintChart is a line of value against the number of imports for stock
+// and one for ours.
+func (r *report) footprintChart(title, unit string, value func(footprint) float64) (*plot.Plot, error) {
+	p := newPlot(title, "ServiceImports", unit)
+	p.Legend.Left = true
+	for _, family := range []string{"stock", "ours"} {
+		var pts plotter.XYs
+		for _, f := range r.footprints {
+			if strings.HasPrefix(f.Server, family) && value(f) > 0 {
+				pts = append(pts, plotter.XY{X: float64(f.Imports), Y: value(f)})
+			}
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		if err := addLine(p, family, serverColor[family], pts); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// addLine adds a line with points, but none without points, and to the
+// legend if it has a name.
+func addLine(p *plot.Plot, name string, c color.Color, pts plotter.XYs) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	line, points, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	line.Color, points.Color = c, c
+	p.Add(line, points)
+	if name != "" {
+		p.Legend.Add(name, line, points)
+	}
+	return nil
 }

@@ -4,13 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -28,52 +37,46 @@ type footprint struct {
 	Others, LoadedQPS  float64
 }
 
-// runScale loads each number of -scale-imports in turn, adding to the
-// imports already there, and at each starts stock, then ours, one at a time
-// and alone: time to ready, memory and Go heap. At the largest number it
-// also measures, with each server, its memory after dnsperf, the
-// propagation of API writes to its answers, and its replicas started
+// runScale adds imports up to each number of -scale-imports in turn and
+// starts stock, then ours, alone: time to ready, memory and Go heap. At the
+// largest number it also measures each one's memory after dnsperf and the
+// propagation of API writes to its answers, then its replicas started
 // together.
-func runScale(ctx context.Context, c config, rep *report, fx fixture, sides []side) error {
+func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 	for n, size := range c.scaleImports {
-		largest := n == len(c.scaleImports)-1
+		largest, suffix := n == len(c.scaleImports)-1, fmt.Sprintf("-%d", size)
 		if err := scaleLoad(ctx, c, rep, size, sides); err != nil {
 			return err
 		}
-		var churnMix mix
+		var churn mix
 		if largest {
 			var err error
-			if churnMix, err = prepareChurn(ctx, c, fx, size, sides); err != nil {
+			if churn, err = prepareChurn(ctx, c, size, sides); err != nil {
 				return err
 			}
 		}
-		starts := make([]starter, len(sides))
-		for k, sd := range sides {
+		for _, sd := range sides {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-			starts[k] = func(sfx string, metrics bool) (*server, error) {
-				return sd.start(fmt.Sprintf("-%d", size)+sfx, metrics)
+			c.waitQuiet(ctx, c.quietWait)
+			s, err := measureFootprint(ctx, c, rep, sd, suffix, size, largest, churn)
+			if err == nil && largest {
+				if err = measureChurn(ctx, c, rep, sd.cl, s, churn); err != nil {
+					err = fmt.Errorf("propagation, %s: %w", sd.name, err)
+				}
+				s.Stop()
 			}
-			s, err := measureFootprint(ctx, c, rep, starts[k], fx, size, largest, churnMix)
 			if err != nil {
 				return err
 			}
-			if !largest {
-				continue
-			}
-			err = measureChurn(ctx, c, rep, sd.cl, s, churnMix)
-			if s.Stop(); err != nil {
-				return fmt.Errorf("propagation, %s: %w", sd.name, err)
-			}
 		}
-		// The replicas last, after both sides' single servers: a burst of
-		// replicas must not precede one side's measurements only.
-		for k, sd := range sides {
+		// The replicas after both sides' single servers: a burst of replicas
+		// must not precede one side's measurements only.
+		for _, sd := range sides {
 			if largest && c.replicas > 0 && ctx.Err() == nil {
-				waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
-				r, err := measureReplicas(ctx, sd.name, sd.cl, starts[k], c.replicas)
+				c.waitQuiet(ctx, c.quietWait)
+				r, err := measureReplicas(ctx, c, sd, suffix)
 				if err != nil { // reported, not fatal: the rest of the run stands
 					r.Err = err.Error()
 				}
@@ -85,18 +88,16 @@ func runScale(ctx context.Context, c config, rep *report, fx fixture, sides []si
 	return ctx.Err()
 }
 
-// measureFootprint starts a server, checks that the last import answers,
-// lets it settle and reads its memory and its Go heap; at the largest
-// number, again after -loaded-for of dnsperf, and leaves it running.
-func measureFootprint(ctx context.Context, c config, rep *report, start starter, fx fixture, imports int, largest bool, m mix) (*server, error) {
-	others := newOthersMeter()
-	s, err := start("", true)
+// measureFootprint starts a server and reads its memory, at the largest
+// number again after -loaded-for of dnsperf, and leaves it running then.
+func measureFootprint(ctx context.Context, c config, rep *report, sd side, suffix string, imports int, largest bool, m mix) (*server, error) {
+	others := othersSpan()
+	s, err := c.startServer(sd, suffix, true)
 	if err != nil {
 		return nil, err
 	}
-	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: others.share(s.PID())}
-	last := fx.name(imports - 1)
-	r, err := harness.Exchange(s.Addr(), last, dns.TypeA)
+	f := footprint{Server: s.Name, Label: s.Label, Imports: imports, ReadyIn: s.ReadyIn, AtReady: s.AtReady, Others: others.others(s.PID())}
+	r, err := harness.Exchange(s.Addr(), sd.cl.fx.name(imports-1), dns.TypeA)
 	if err == nil && !harness.HasA(r, importIP(imports-1)) {
 		err = fmt.Errorf("want %s, got\n%s", importIP(imports-1), r)
 	}
@@ -120,10 +121,10 @@ func measureFootprint(ctx context.Context, c config, rep *report, start starter,
 	return s, nil
 }
 
-// measureChurn measures the propagation of writes to s's answers, first
-// alone (the control planes on both CPUs) and then while dnsperf asks A
-// queries (the control planes on dnsperf's CPU, as in the QPS runs), and
-// s's A-query throughput alone and during those writes.
+// measureChurn measures the propagation of writes to s's answers alone
+// (the control planes on both CPUs), then s's A-query throughput alone and
+// while the same writes are sent again (the control planes on dnsperf's
+// CPU, as in the QPS runs).
 func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *server, m mix) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.propDuration+4*time.Minute)
 	defer cancel()
@@ -137,7 +138,7 @@ func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *se
 		return err
 	}
 	defer func() { _ = pinPlanes("") }()
-	waitQuiet(ctx, c.serverCPU, c.quiet, c.quietWait)
+	c.waitQuiet(ctx, c.quietWait)
 	idle, err := runDnsperf(ctx, c, c.duration, s, m, "scale-idle-"+s.Name)
 	if err != nil {
 		return err
@@ -148,17 +149,18 @@ func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *se
 		return err
 	})
 	busy.Label += ", during dnsperf"
-	busy.Idle, busy.Busy = idle, during
+	busy.Idle, busy.Busy, busy.Alone = idle, during, quiet.Lat
 	rep.props = append(rep.props, busy)
-	logf("scale: %s", line(busy, rep.churnCols()))
+	logf("scale: %s", line(busy, churnCols))
 	return err
 }
 
-// prepareChurn creates the churn imports in both control planes (for the
-// EndpointSlice writes) and the query file of A queries over size imports.
-func prepareChurn(ctx context.Context, c config, fx fixture, size int, sides []side) (mix, error) {
+func prepareChurn(ctx context.Context, c config, size int, sides []side) (mix, error) {
 	if c.propESRate > 0 {
-		if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error { return sides[k].cl.createChurnHeadless(ctx) }); err != nil {
+		err := parallel(ctx, 2*16, 2*churnHeadless, func(ctx context.Context, i int) error {
+			return sides[i%2].cl.createHeadless(ctx, churnName(i/2), 1, func(int) []string { return []string{fmt.Sprintf("10.151.%d.%d", i/2>>8, i/2&255)} })
+		})
+		if err != nil {
 			return mix{}, fmt.Errorf("churn imports: %w", err)
 		}
 	}
@@ -166,15 +168,13 @@ func prepareChurn(ctx context.Context, c config, fx fixture, size int, sides []s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return mix{}, err
 	}
-	mixes, err := writeMixes(dir, fx, size, c.queryLines, c.seed)
+	mixes, err := writeMixes(dir, sides[0].cl.fx, size, c.queryLines, c.seed)
 	if err != nil {
 		return mix{}, err
 	}
 	return mixes[0], nil
 }
 
-// scaleLoad adds imports to both control planes at once until each has size,
-// and waits (bounded) for the servers' CPU to be quiet again.
 func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []side) error {
 	added := size - min(sides[0].cl.loaded, sides[1].cl.loaded)
 	if added <= 0 {
@@ -186,14 +186,14 @@ func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []sid
 	defer cancel()
 	start := time.Now()
 	logf("scale: adding %d ClusterSetIP imports to each control plane (32 clients each; at most %v)", added, within.Round(time.Minute))
-	if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error { return sides[k].cl.createImports(ctx, size, 32) }); err != nil {
+	if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error { return sides[k].cl.createImports(ctx, size) }); err != nil {
 		return fmt.Errorf("loading %d imports: %w", size, err)
 	}
 	took := time.Since(start)
 	rep.loads = append(rep.loads, fmt.Sprintf("loading: %d ClusterSetIP imports in each control plane, %d added to each in %.0fs (%.0f per second per plane)",
 		size, added, took.Seconds(), float64(added)/took.Seconds()))
 	logf("scale: %s", rep.loads[len(rep.loads)-1])
-	waitQuiet(ctx, c.serverCPU, c.quiet, 30*time.Second) // the API servers may still be busy
+	c.waitQuiet(ctx, 30*time.Second) // the API servers may still be busy
 	return nil
 }
 
@@ -210,11 +210,10 @@ type replicaStart struct {
 	Err                string // why the measurement failed
 }
 
-// measureReplicas starts n replicas of one server at once, against the one
-// control plane cl, waits until every one is ready, and stops them.
-func measureReplicas(ctx context.Context, name string, cl *cluster, start starter, n int) (replicaStart, error) {
-	r := replicaStart{Label: name, Replicas: n, Imports: cl.loaded}
-	pid, err := cl.env.APIServerPID()
+func measureReplicas(ctx context.Context, c config, sd side, suffix string) (replicaStart, error) {
+	n := c.replicas
+	r := replicaStart{Label: sd.name, Replicas: n, Imports: sd.cl.loaded}
+	pid, err := sd.cl.env.APIServerPID()
 	if err != nil {
 		return r, err
 	}
@@ -228,7 +227,7 @@ func measureReplicas(ctx context.Context, name string, cl *cluster, start starte
 	go func() {
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { servers[i], errs[i] = start(fmt.Sprintf("-r%02d", i), false) })
+			wg.Go(func() { servers[i], errs[i] = c.startServer(sd, fmt.Sprintf("%s-r%02d", suffix, i), false) })
 		}
 		wg.Wait()
 		close(ready)
@@ -253,4 +252,246 @@ func measureReplicas(ctx context.Context, name string, cl *cluster, start starte
 		}
 	}
 	return r, errors.Join(errs...)
+}
+
+// propagation is how long a change written to the API server takes to show
+// in a server's DNS answers.
+type propagation struct {
+	Server, Label string
+	Imports       int
+	// ServiceImport and EndpointSlice writes sent, and per second; Seen
+	// counts the writes of both kinds answered.
+	Writes, ESWrites, Seen int
+	Achieved, ESAchieved   float64
+	// Idle and Busy are the server's A-query dnsperf runs alone and while
+	// the writes were sent (zero when not measured).
+	Idle, Busy perfResult
+	// Lat are the writes' latencies by kind: "answer", from sending one to
+	// the first DNS answer that holds the new address; "ack", to the API
+	// server's response; "after ack", from that response to the answer
+	// (negative: DNS answered first); "event", to the write's event on a
+	// watch the bench opens beside the server's; "after event", from that
+	// event to the answer: the DNS server's part, without the API server's
+	// commit and its watch delivery. Alone are Lat of the same server's run
+	// without dnsperf.
+	Lat, Alone map[string]latencies
+	// Others is the share of all CPUs' time that other processes took
+	// while writing and watching.
+	Others float64
+}
+
+// writeStream is one kind of write, sent at its own rate: write k sets the
+// address ip of a name.
+type writeStream struct {
+	rate, n int
+	target  func(k int) (name, ip string)
+	write   func(ctx context.Context, k int, ip string) error
+}
+
+// measurePropagation writes for -prop-duration: merge patches of the
+// ClusterSetIP of distinct imports at -prop-rate a second and of the churn
+// imports' EndpointSlices at -prop-es-rate, and times each write to the
+// first DNS answer holding the new address. during, if not nil, runs while
+// the writes are sent.
+func measurePropagation(ctx context.Context, c config, cl *cluster, s *server, during func(context.Context) error) (propagation, error) {
+	p := propagation{Server: s.Name, Label: s.Label, Imports: cl.loaded}
+	others := othersSpan(s.PID())
+	streams := propagationStreams(cl, c.propRate, c.propESRate, c.propDuration)
+	w := &harness.AnswerWatcher{Addr: s.Addr()}
+	var events sync.Map // address → when the bench's watch first saw it
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := watchWrites(wctx, cl, &events); err != nil {
+		return p, err
+	}
+	var g errgroup.Group
+	g.Go(func() error { return w.Run(ctx) })
+	if during != nil {
+		g.Go(func() error { return during(ctx) })
+	}
+	out := sendWrites(ctx, streams, w)
+	if err := ctx.Err(); err != nil {
+		return p, err
+	}
+	w.Close()
+	if err := g.Wait(); err != nil {
+		return p, err
+	}
+	p.Others = others.others()
+	stopWatch()
+	event := map[int]time.Duration{}
+	for k, ip := range out.ip {
+		if t, ok := events.Load(ip); ok {
+			event[k] = t.(time.Time).Sub(out.at[k])
+		}
+	}
+	p.summarize(streams, out.sendTimes, out.ack, w.Seen(), event)
+	if len(out.errs) > (p.Writes+p.ESWrites)/100 {
+		return p, fmt.Errorf("%d of %d writes failed, the first: %w", len(out.errs), p.Writes+p.ESWrites, out.errs[0])
+	}
+	return p, nil
+}
+
+// propagationStreams are the ServiceImport writes at rate for d and, with
+// esRate, the EndpointSlice writes. Every call has addresses of its own
+// (10.150+4r and 10.152+4r for the r-th call on the cluster), so that each
+// write changes the answer.
+func propagationStreams(cl *cluster, rate, esRate int, d time.Duration) []writeStream {
+	r := cl.propRuns
+	cl.propRuns++
+	// importOf spreads the writes over namespaces and names, one per import.
+	importOf := func(k int) int { return cond(cl.loaded%7919 == 0, k, (k*7919)%cl.loaded) }
+	ip := func(second, k int) string { return fmt.Sprintf("10.%d.%d.%d", second+4*r, (k>>8)&255, k&255) }
+	patch := func(ctx context.Context, res dynamic.ResourceInterface, name, format, ip string) error {
+		_, err := res.Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, format, ip), metav1.PatchOptions{})
+		return err
+	}
+	streams := []writeStream{{rate: rate, n: min(int(float64(rate)*d.Seconds()), cl.loaded, 1<<16),
+		target: func(k int) (string, string) { return cl.fx.name(importOf(k)), ip(150, k) },
+		write: func(ctx context.Context, k int, ip string) error {
+			i := importOf(k)
+			return patch(ctx, cl.imports.Namespace(cl.fx.namespace(i)), importName(i), cond(cl.version == cache.V1alpha1, `{"spec":{"ips":[%q]}}`, `{"ips":[%q]}`), ip)
+		},
+	}}
+	if esRate > 0 {
+		ess := cl.dyn.Resource(discoveryv1.SchemeGroupVersion.WithResource("endpointslices")).Namespace(headlessNamespace)
+		streams = append(streams, writeStream{rate: esRate, n: min(int(float64(esRate)*d.Seconds()), 1<<16),
+			target: func(k int) (string, string) { return fqdn(churnName(k%churnHeadless), headlessNamespace), ip(152, k) },
+			write: func(ctx context.Context, k int, ip string) error {
+				return patch(ctx, ess, churnName(k%churnHeadless)+"-"+clusterID(0), `{"endpoints":[{"addresses":[%q],"conditions":{"ready":true}}]}`, ip)
+			},
+		})
+	}
+	return streams
+}
+
+// sent is what sendWrites did, by write key (stream<<20 | k): when each was
+// sent, the address it set, and how long the API server took to accept it;
+// and the writes' errors and how long each stream took to send.
+type sent struct {
+	at        map[int]time.Time
+	ip        map[int]string
+	ack       map[int]time.Duration
+	errs      []error
+	sendTimes [2]time.Duration
+}
+
+// sendWrites sends every stream's writes at its rate, paced by the clock (a
+// late write does not lower the rate), at most 256 at a time, and has w
+// watch the answers to each.
+func sendWrites(ctx context.Context, streams []writeStream, w *harness.AnswerWatcher) *sent {
+	var mu sync.Mutex // guards out
+	out := &sent{at: map[int]time.Time{}, ip: map[int]string{}, ack: map[int]time.Duration{}}
+	var writes errgroup.Group
+	writes.SetLimit(256)
+	var senders sync.WaitGroup
+	started := time.Now()
+	for si, st := range streams {
+		senders.Go(func() {
+			for k := range st.n {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Until(started.Add(time.Duration(k) * time.Second / time.Duration(st.rate)))):
+				}
+				key := si<<20 | k
+				name, ip := st.target(k)
+				writes.Go(func() error {
+					at := time.Now()
+					w.Add(key, harness.Write{Name: name, IP: ip, Sent: at})
+					wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					err := st.write(wctx, k, ip)
+					cancel()
+					acked := time.Since(at)
+					mu.Lock()
+					defer mu.Unlock()
+					if out.at[key], out.ip[key] = at, ip; err != nil {
+						w.Drop(key)
+						out.errs = append(out.errs, err)
+					} else {
+						out.ack[key] = acked
+					}
+					return nil
+				})
+			}
+			out.sendTimes[si] = time.Since(started)
+		})
+	}
+	senders.Wait()
+	_ = writes.Wait() // nil: the errors are in out.errs
+	return out
+}
+
+// summarize fills p from the writes' latencies by write key.
+func (p *propagation) summarize(streams []writeStream, sendTimes [2]time.Duration, acks, seen, event map[int]time.Duration) {
+	p.Lat = map[string]latencies{"ack": slices.Collect(maps.Values(acks))}
+	for k, d := range seen {
+		p.Lat["answer"] = append(p.Lat["answer"], d)
+		if a, ok := acks[k]; ok {
+			p.Lat["after ack"] = append(p.Lat["after ack"], d-a)
+		}
+		if e, ok := event[k]; ok {
+			p.Lat["event"], p.Lat["after event"] = append(p.Lat["event"], e), append(p.Lat["after event"], d-e)
+		}
+	}
+	p.Writes, p.Seen = streams[0].n, len(seen)
+	p.Achieved = float64(p.Writes) / sendTimes[0].Seconds()
+	if len(streams) > 1 {
+		p.ESWrites = streams[1].n
+		p.ESAchieved = float64(p.ESWrites) / sendTimes[1].Seconds()
+	}
+}
+
+// watchWrites watches, beside the server, what measurePropagation writes,
+// and notes in events when each address first arrived.
+func watchWrites(ctx context.Context, cl *cluster, events *sync.Map) error {
+	for _, res := range []dynamic.ResourceInterface{cl.imports, cl.dyn.Resource(discoveryv1.SchemeGroupVersion.WithResource("endpointslices")).Namespace(headlessNamespace)} {
+		list, err := res.List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			return err
+		}
+		context.AfterFunc(ctx, wi.Stop)
+		go func() {
+			for we := range wi.ResultChan() {
+				if u, ok := we.Object.(*unstructured.Unstructured); ok {
+					at := time.Now() // when the event arrived, not when it was read
+					for _, ip := range addresses(u) {
+						events.LoadOrStore(ip, at)
+					}
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// addresses are an import's IPs (at the root in v1alpha2, under spec in
+// v1alpha1) or an EndpointSlice's endpoint addresses.
+func addresses(u *unstructured.Unstructured) (ips []string) {
+	eps, _, _ := unstructured.NestedSlice(u.Object, "endpoints")
+	for _, e := range eps {
+		if m, ok := e.(map[string]any); ok {
+			a, _, _ := unstructured.NestedStringSlice(m, "addresses")
+			ips = append(ips, a...)
+		}
+	}
+	root, _, _ := unstructured.NestedStringSlice(u.Object, "ips")
+	spec, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
+	return slices.Concat(ips, root, spec)
+}
+
+type latencies []time.Duration
+
+// q is the nearest-rank quantile q of l (q(1) is the largest), 0 when l is
+// empty; it sorts l.
+func (l latencies) q(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	return l[max(0, min(int(q*float64(len(l))+0.999999)-1, len(l)-1))]
 }

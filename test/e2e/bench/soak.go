@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -48,7 +52,6 @@ const soakTolerance = 0.05
 // failed, and the answers checked at its end, those that differed and how
 // long the check polled.
 type soakRun struct {
-	cfg             config
 	samples         []soakSample
 	failed, checked int
 	bad             []string
@@ -61,10 +64,8 @@ type soakRun struct {
 // they pause and the server is sampled; at the end every service's A answer
 // is compared with what the API server holds.
 func runSoak(ctx context.Context, c config, rep *report) error {
-	c.soakServices = max(20, c.soakServices/10*10)
-	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
-	cls, stop, err := startPlanes(ctx, c.repo, fixture{namespaces: 10}, plane{"soak", v1alpha2, "v1alpha2", true})
-	defer stop()
+	cls, err := c.startPlanes(ctx, fixture{namespaces: 10}, []string{"soak"}, cache.V1alpha2)
+	defer stopPlanes(cls)
 	if err != nil {
 		return err
 	}
@@ -98,55 +99,46 @@ func runSoak(ctx context.Context, c config, rep *report) error {
 	if err != nil {
 		return err
 	}
-	s, err := startServer("ours-soak", "ours multicluster", c.ours, c.out, c.serverCPU, harness.MulticlusterBlock(id.Kubeconfig), true)
+	s, err := c.startServer(side{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), cl}, "-soak", true)
 	if err != nil {
 		return err
 	}
 	defer s.Stop()
-	run := &soakRun{cfg: c}
-	if run.samples, err = soakSamples(c, s, func(n int) error { return all((*soakWriter).run, n) }); err != nil {
-		return err
-	}
-	if err := run.check(ctx, cl, s); err != nil {
-		return err
-	}
-	run.failed = sum(ws, func(w *soakWriter) int { return w.failed })
+	run := &soakRun{}
 	rep.soak = run
-	if err := rep.write(); err != nil || len(run.bad) == 0 {
-		return err
-	}
-	return fmt.Errorf("soak: %d of %d answers differ from what the API server holds", len(run.bad), run.checked)
-}
-
-// soakSamples samples s, then has write make -soak-every writes and samples
-// again, until -soak writes were made. Each sample is taken -settle after
-// the writes stopped, after a garbage collection.
-func soakSamples(c config, s *server, write func(n int) error) ([]soakSample, error) {
-	var samples []soakSample
+	// Sample, then -soak-every writes, until -soak writes were made; each
+	// sample -settle after the writes stopped, after a garbage collection.
 	start := time.Now()
 	for done, step, writing := 0, 0, time.Duration(0); ; {
 		time.Sleep(c.settle)
 		err := s.collectGarbage()
 		r, rerr := s.read()
 		if err := errors.Join(err, rerr); err != nil {
-			return samples, err
+			return err
 		}
-		samples = append(samples, soakSample{Updates: done, Elapsed: time.Since(start), Rate: float64(step) / max(writing.Seconds(), 1e-9),
+		run.samples = append(run.samples, soakSample{Updates: done, Elapsed: time.Since(start), Rate: float64(step) / max(writing.Seconds(), 1e-9),
 			Values: [6]float64{float64(r.RSS) / 1024, float64(r.Anon) / 1024, mibOf(r.Heap.HeapInuse), mibOf(r.Live.Alloc), float64(r.Live.Goroutines), float64(r.Live.FDs)}})
-		logf("soak: %s", line(samples[len(samples)-1], soakCols()))
+		logf("soak: %s", line(run.samples[len(run.samples)-1], soakCols()))
 		if done >= c.soak {
-			return samples, nil
+			break
 		}
 		step = min(c.soakEvery, c.soak-done)
 		t := time.Now()
-		if err := write(step); err != nil {
-			return samples, err
+		if err := all((*soakWriter).run, step); err != nil {
+			return err
 		}
 		writing, done = time.Since(t), done+step
 	}
+	if err := run.check(ctx, cl, s, c.soakServices); err != nil {
+		return err
+	}
+	run.failed = sum(ws, func(w *soakWriter) int { return w.failed })
+	if err := rep.write(); err != nil || len(run.bad) == 0 {
+		return err
+	}
+	return fmt.Errorf("soak: %d of %d answers differ from what the API server holds", len(run.bad), run.checked)
 }
 
-// soakCols are a sample's columns.
 func soakCols() []column[soakSample] {
 	cols := []column[soakSample]{{"writes", func(s soakSample) string { return fmt.Sprint(s.Updates) }},
 		{"elapsed", func(s soakSample) string { return fmt.Sprintf("%.0fs", s.Elapsed.Seconds()) }},
@@ -157,12 +149,12 @@ func soakCols() []column[soakSample] {
 	return cols
 }
 
-// tables are the samples, the verdicts and the answers at the end.
-func (r *soakRun) tables() []table {
-	c, first, last := r.cfg, r.samples[min(1, len(r.samples)-1)], r.samples[len(r.samples)-1]
-	samples := tableOf("", r.samples, soakCols())
+func (r *report) soakTables() []table {
+	c, run := r.cfg, r.soak
+	first, last := run.samples[1], run.samples[len(run.samples)-1]
+	samples := tableOf("", run.samples, soakCols())
 	samples.intro = fmt.Sprintf("long churn: %d writes by %d writers over %d ServiceImports and %d EndpointSlices in 10 namespaces, seed %d; one replica of ours (GOMAXPROCS=1, CPU %s). Each sample %v after the writes paused, after a forced GC; %d writes failed and were not counted",
-		c.soak, c.soakWriters, c.soakServices, 2*c.soakServices, c.seed, c.serverCPU, c.settle, r.failed)
+		c.soak, c.soakWriters, c.soakServices, 2*c.soakServices, c.seed, c.serverCPU, c.settle, run.failed)
 	change := soakVerdicts(first, last)
 	verdicts := tableOf(fmt.Sprintf("at the end against after %d writes (within %.0f%%: PASS)", first.Updates, soakTolerance*100), []int{0, 1, 2, 3, 4, 5}, []column[int]{
 		{"figure", func(k int) string { return soakFigures[k] }},
@@ -171,11 +163,8 @@ func (r *soakRun) tables() []table {
 		{"change", func(k int) string { return fmt.Sprintf("%+.1f%%", 100*change[k]) }},
 		{"verdict", func(k int) string { return cond(math.Abs(change[k]) <= soakTolerance, "PASS", "FAIL") }}})
 	verdicts.notes = append([]string{fmt.Sprintf("answers at the end: %d names asked, %d differ from what the API server holds (%.1fs of polling)",
-		r.checked, len(r.bad), r.took.Seconds())}, r.bad[:min(5, len(r.bad))]...)
-	if len(r.samples) < 2 {
-		samples.notes, verdicts = verdicts.notes, table{}
-	}
-	return slices.DeleteFunc([]table{samples, verdicts}, func(t table) bool { return t.head == nil })
+		run.checked, len(run.bad), run.took.Seconds())}, run.bad[:min(5, len(run.bad))]...)
+	return []table{samples, verdicts}
 }
 
 // soakWriter writes its own share of the working set, so that it knows
@@ -195,7 +184,6 @@ type soakWriter struct {
 	failed   int
 }
 
-// load creates every object of the writer's share.
 func (w *soakWriter) load(ctx context.Context, _ int) error {
 	for k, ids := range [][]int{w.imports, w.slices} {
 		for _, i := range ids {
@@ -245,7 +233,7 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 			err = w.cl.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, fmt.Sprintf("es-%05d", i), metav1.DeleteOptions{})
 		} else {
 			delete(w.headless, i)
-			err = w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
+			err = w.cl.imports.Namespace(ns).Delete(ctx, importName(i), metav1.DeleteOptions{})
 		}
 		return cond(apierrors.IsNotFound(err), nil, err)
 	})
@@ -255,12 +243,12 @@ func (w *soakWriter) write(ctx context.Context, slice bool, i int) (ok bool, err
 // (one time in four), or merge-patches its ips, its ports or a label.
 func (w *soakWriter) writeImport(ctx context.Context, i int) error {
 	ns, name := w.cl.fx.namespace(i), importName(i)
-	res := w.cl.dyn.Resource(w.cl.version.gvr()).Namespace(ns)
+	res := w.cl.imports.Namespace(ns)
 	headless, exists := w.headless[i]
 	if !exists {
 		headless = w.rng.IntN(3) == 0
 		ips := []string{w.addr(96)}
-		u := w.cl.version.serviceImport(ns, name, cond(headless, "Headless", "ClusterSetIP"), cond(headless, nil, ips), 1+w.rng.IntN(3))
+		u := serviceImport(cache.V1alpha2, ns, name, cond(headless, "Headless", "ClusterSetIP"), cond(headless, nil, ips), 1+w.rng.IntN(3))
 		u.Object["ports"] = importPorts(w.ports()) // ours reads v1alpha2: ports at the root
 		_, err := res.Create(ctx, u, metav1.CreateOptions{})
 		if err == nil {
@@ -373,9 +361,8 @@ func (w *soakWriter) ports() []corev1.ServicePort {
 	return ps
 }
 
-// importPorts are ps as a v1alpha2 ServiceImport's ports, unstructured.
 func importPorts(ps []corev1.ServicePort) any {
-	return harness.Import{Ports: ps}.Object(string(v1alpha2)).Object["ports"]
+	return harness.Import{Ports: ps}.Object(cache.V1alpha2).Object["ports"]
 }
 
 // expectedA is the A answer of every import's name, by name: a ClusterSetIP
@@ -440,8 +427,8 @@ func answerMismatch(r *dns.Msg, name string, want []string) string {
 // check lists what the API server holds and asks s the A of every
 // service's name, again every second until every answer is the expected
 // one or two minutes have passed, and keeps the last pass's mismatches.
-func (r *soakRun) check(ctx context.Context, cl *cluster, s *server) error {
-	list, err := cl.dyn.Resource(cl.version.gvr()).List(ctx, metav1.ListOptions{})
+func (r *soakRun) check(ctx context.Context, cl *cluster, s *server, services int) error {
+	list, err := cl.imports.List(ctx, metav1.ListOptions{})
 	ess, eerr := cl.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName})
 	if err = errors.Join(err, eerr); err != nil {
 		return err
@@ -450,7 +437,7 @@ func (r *soakRun) check(ctx context.Context, cl *cluster, s *server) error {
 	if err != nil {
 		return err
 	}
-	r.checked = r.cfg.soakServices
+	r.checked = services
 	logf("soak: the API server holds %d ServiceImports and %d EndpointSlices; %d of %d names should answer", len(list.Items), len(ess.Items), len(want), r.checked)
 	for start := time.Now(); ; time.Sleep(time.Second) {
 		r.bad = make([]string, r.checked)
@@ -470,10 +457,31 @@ func (r *soakRun) check(ctx context.Context, cl *cluster, s *server) error {
 	}
 }
 
-// soakVerdicts are each figure's relative change from first to last.
 func soakVerdicts(first, last soakSample) (vs []float64) {
 	for k := range first.Values {
 		vs = append(vs, last.Values[k]/first.Values[k]-1)
 	}
 	return vs
+}
+
+// soakChart is every figure against the writes, as a percentage of its
+// value after the first -soak-every writes, between grey lines at ±5%.
+func (r *report) soakChart() (*plot.Plot, error) {
+	samples := r.soak.samples
+	ref, last := samples[1], float64(samples[len(samples)-1].Updates)/1000
+	p := newPlot("One replica during the long churn, after a GC (grey: ±5%)", "writes (thousands)", fmt.Sprintf("%% of its value at %d writes", ref.Updates))
+	p.Legend.Left = true
+	grey := color.Gray{Y: 0xaa}
+	err := errors.Join(addLine(p, "", grey, plotter.XYs{{X: 0, Y: 95}, {X: last, Y: 95}}), addLine(p, "", grey, plotter.XYs{{X: 0, Y: 105}, {X: last, Y: 105}}))
+	colors := []color.Color{serverColor["ours"], serverColor["stock"], color.RGBA{0x75, 0x70, 0xb3, 0xff},
+		color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xa6, 0x76, 0x1d, 0xff}}
+	for k, name := range soakFigures {
+		var pts plotter.XYs
+		for _, s := range samples {
+			pts = append(pts, plotter.XY{X: float64(s.Updates) / 1000, Y: 100 * s.Values[k] / ref.Values[k]})
+		}
+		err = errors.Join(err, addLine(p, name, colors[k], pts))
+	}
+	p.Y.Max = 2 * max(p.Y.Max, 110) // room for the legend above the lines
+	return p, err
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -27,10 +28,10 @@ import (
 func TestExpectedA(t *testing.T) {
 	im := func(ns, name string, headless bool, ips ...string) unstructured.Unstructured {
 		typ := cond(headless, "Headless", "ClusterSetIP")
-		return *harness.Import{Namespace: ns, Name: name, Type: typ, IPs: ips, Ports: []corev1.ServicePort{harness.TCP("http", 80)}}.Object(string(v1alpha2))
+		return *harness.Import{Namespace: ns, Name: name, Type: typ, IPs: ips, Ports: []corev1.ServicePort{harness.TCP("http", 80)}}.Object(cache.V1alpha2)
 	}
 	listing := func(u unstructured.Unstructured, clusters ...string) unstructured.Unstructured {
-		u.Object["clusters"] = harness.Import{Clusters: clusters}.Object(string(v1alpha2)).Object["clusters"]
+		u.Object["clusters"] = harness.Import{Clusters: clusters}.Object(cache.V1alpha2).Object["clusters"]
 		return u
 	}
 	es := func(ns, svc, cluster string, typ discoveryv1.AddressType, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
@@ -141,8 +142,8 @@ func TestAddresses(t *testing.T) {
 		u    *unstructured.Unstructured
 		want []string
 	}{
-		{im.Object(string(v1alpha2)), []string{"10.0.0.1", "10.0.0.2"}},
-		{im.Object(string(v1alpha1)), []string{"10.0.0.1", "10.0.0.2"}},
+		{im.Object(cache.V1alpha2), []string{"10.0.0.1", "10.0.0.2"}},
+		{im.Object(cache.V1alpha1), []string{"10.0.0.1", "10.0.0.2"}},
 		{&unstructured.Unstructured{Object: es}, []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}},
 	} {
 		if got := addresses(tc.u); !slices.Equal(got, tc.want) {

@@ -107,11 +107,11 @@ func TestOthersShare(t *testing.T) {
 		{"end unread", start, harness.CPUTime{}, errors.New("no /proc"), nil, -1},
 		{"start unread", harness.CPUTime{}, harness.CPUTime{Busy: 300, Total: 800}, nil, nil, -1},
 	} {
-		m := &othersMeter{cpu: tc.start, own: 5, pids: []int{1, 2},
+		m := &cpuSpan{at: tc.start, own: 5, pids: []int{1, 2},
 			read:    func(string) (harness.CPUTime, error) { return tc.end, tc.err },
 			seconds: func(pid int) (float64, error) { return seconds[pid], nil }}
-		if got := m.share(tc.started...); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("%s: share = %v, want %v", tc.name, got, tc.want)
+		if got := m.others(tc.started...); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: others = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
