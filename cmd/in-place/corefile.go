@@ -13,28 +13,25 @@ import (
 	"github.com/miekg/dns"
 )
 
-// refusal is an edit the command will not make; its message says where, why
-// and what to do instead. The corefile subcommand exits 2 with it.
-type refusal struct{ msg string }
+// refusal is a change the command will not make; its message says where, why
+// and what to do instead. The command exits 2 with it.
+type refusal string
 
-func (r *refusal) Error() string { return r.msg }
+func (r refusal) Error() string { return string(r) }
 
-func refuse(format string, args ...any) error {
-	return &refusal{msg: fmt.Sprintf(format, args...)}
-}
+func refuse(format string, args ...any) error { return refusal(fmt.Sprintf(format, args...)) }
 
 func isRefusal(err error) bool {
-	var r *refusal
+	var r refusal
 	return errors.As(err, &r)
 }
 
-// edit is the result of editCorefile.
 type edit struct {
 	out       string   // the Corefile to write; the input itself when !changed
 	zone      string   // the zone as written: lower-case, no trailing dot
 	changed   bool     // false: the multicluster directive is there already
 	block     string   // the server block that receives the zone, as "key key"
-	line      int      // the line of the kubernetes directive in the input
+	line      int      // the line of the kubernetes directive (of multicluster when !changed)
 	converted bool     // the kubernetes plugin's own multicluster option was removed
 	reload    bool     // the server block has the reload plugin
 	notes     []string // what the operator should know: imports not followed
@@ -49,14 +46,10 @@ type token struct {
 
 const guide = "forward the zone to the standalone Deployment instead (deploy/README.md)"
 
-// editCorefile adds "multicluster ZONE" just before the kubernetes directive
-// of the server block that receives queries for zone, and, when that
-// kubernetes directive serves the zone with its own multicluster option
-// (CoreDNS >= 1.12), removes the option and the zone from the directive. It
-// reads the Corefile with CoreDNS's lexer (caddyfile), finds the blocks and
-// directives from the tokens' lines, and changes only the lines it must;
-// every other byte stays as it was. Import lines are not followed: no file on
-// this machine is read.
+// editCorefile adds "multicluster ZONE" before the kubernetes directive of
+// the server block that receives the zone and takes the zone out of that
+// directive's own multicluster option (CoreDNS >= 1.12). Only those lines
+// change; every other byte stays.
 func editCorefile(in, zone string) (*edit, error) {
 	fqdn, err := normalizeZone(zone)
 	if err != nil {
@@ -77,25 +70,20 @@ func editCorefile(in, zone string) (*edit, error) {
 	return res, nil
 }
 
-// normalizeZone gives the zone lower-case and fully qualified.
 func normalizeZone(zone string) (string, error) {
-	z := strings.ToLower(strings.TrimSpace(zone))
-	if z == "" || z == "." || strings.ContainsAny(z, " \t\"#{}/:") {
-		return "", fmt.Errorf("invalid zone %q", zone)
-	}
-	z = dns.Fqdn(z)
-	if _, ok := dns.IsDomainName(z); !ok {
+	z := dns.Fqdn(strings.ToLower(strings.TrimSpace(zone)))
+	if _, ok := dns.IsDomainName(z); !ok || z == "." || strings.ContainsAny(z, " \t\"#{}/:") {
 		return "", fmt.Errorf("invalid zone %q", zone)
 	}
 	return z, nil
 }
 
-// display is the zone as written into the Corefile: no trailing dot.
+// display is the zone as written in the Corefile.
 func display(fqdn string) string { return strings.TrimSuffix(fqdn, ".") }
 
-// lexAll returns the Corefile's words as CoreDNS's lexer reads them. The
-// Dispenser neither follows imports nor replaces environment variables (only
-// caddyfile.Parse does), so nothing of the operator's machine is read.
+// lexAll returns the Corefile's words. The Dispenser neither follows imports
+// nor replaces environment variables (caddyfile.Parse does): nothing of the
+// operator's machine is read.
 func lexAll(in string) []token {
 	d := caddyfile.NewDispenser("Corefile", strings.NewReader(in))
 	var toks []token
@@ -108,35 +96,29 @@ func lexAll(in string) []token {
 // key is one server block key, as CoreDNS reads it.
 type key struct {
 	zone     string // fully qualified, lower-case; "" for a reverse CIDR key
-	plainDNS bool   // plain DNS: dns:// or no scheme
+	plainDNS bool   // dns:// or no scheme
 	port     string // "53" when the key has none
 }
 
 func parseKey(raw string) (key, error) {
-	var k key
-	s := strings.ToLower(raw)
-	scheme := ""
-	if i := strings.Index(s, "://"); i >= 0 {
-		scheme, s = s[:i], s[i+3:]
+	scheme, s, ok := strings.Cut(strings.ToLower(raw), "://")
+	if !ok {
+		scheme, s = "", scheme
 	}
 	if strings.ContainsAny(s, "\x00{}") {
-		return k, refuse("server block key %q uses an environment variable; cannot tell which zone it serves", raw)
+		return key{}, refuse("server block key %q uses an environment variable; cannot tell which zone it serves", raw)
 	}
 	if strings.Contains(s, "/") { // a reverse zone given as a CIDR
-		return k, nil
+		return key{}, nil
 	}
 	host, port := s, ""
 	if i := strings.LastIndex(s, ":"); i >= 0 {
 		host, port = s[:i], s[i+1:]
 	}
-	k.zone = dns.Fqdn(cmp.Or(host, "."))
-	k.plainDNS = scheme == "" || scheme == "dns"
-	k.port = cmp.Or(port, "53")
-	return k, nil
+	return key{zone: dns.Fqdn(cmp.Or(host, ".")), plainDNS: scheme == "" || scheme == "dns", port: cmp.Or(port, "53")}, nil
 }
 
-// directive is one directive of a server block: its tokens in order, the
-// name first, then its arguments and its block.
+// directive is a directive's words: its name, its arguments, its block.
 type directive []token
 
 // args are the words on the directive's first line, before any "{".
@@ -149,8 +131,7 @@ func (d directive) args() []token {
 	return d[1:]
 }
 
-// options are the lines directly inside the directive's block, each as its
-// words: the option's name, then its arguments.
+// options are the lines directly inside the directive's block, as words.
 func (d directive) options() [][]token {
 	var out [][]token
 	nesting := 0
@@ -181,7 +162,6 @@ func (b *block) String() string {
 	return fmt.Sprintf("server block %q (line %d)", strings.Join(b.raw, " "), b.line)
 }
 
-// named are b's directives called name, in order.
 func (b *block) named(name string) []directive {
 	var out []directive
 	for _, d := range b.dirs {
@@ -192,7 +172,7 @@ func (b *block) named(name string) []directive {
 	return out
 }
 
-// names are the names of b's directives, each once, in order of appearance.
+// names are those of b's directives, each once.
 func (b *block) names() []string {
 	var out []string
 	for _, d := range b.dirs {
@@ -203,9 +183,8 @@ func (b *block) names() []string {
 	return out
 }
 
-// best is how specific the block's most specific key for fqdn on port is:
-// the number of labels of a key that is fqdn or a parent of it; -1 when none
-// is.
+// best is the number of labels of b's most specific key for fqdn on port:
+// fqdn or a parent of it; -1 when none is.
 func (b *block) best(fqdn, port string) int {
 	n := -1
 	for _, k := range b.keys {
@@ -216,12 +195,12 @@ func (b *block) best(fqdn, port string) int {
 	return n
 }
 
-// parse groups the tokens as CoreDNS's parser does: server blocks with their
-// keys, and in each its directives, each from a word that starts a line (or
-// follows the block's "{") to the end of its line or of its own block. The
-// import lines come back apart and are not followed. Snippets are left out:
-// only an import brings them in. Unbalanced braces and a block without them,
-// which caddyfile.Parse lets pass with a meaning of its own, are refused.
+// parse groups the tokens as CoreDNS's parser does: server blocks with keys
+// and directives, each directive from a word that starts a line (or follows
+// the block's "{") to the end of its line or of its own block. Imports come
+// back apart; snippets are left out (only an import brings them in).
+// Unbalanced braces and keys without a block, which caddyfile.Parse lets
+// pass with a meaning of its own, are refused.
 func parse(toks []token) ([]*block, [][]token, error) {
 	var blocks []*block
 	var imports [][]token
@@ -286,7 +265,7 @@ func parse(toks []token) ([]*block, [][]token, error) {
 	return blocks, imports, nil
 }
 
-// analyze is one run of editCorefile, for the fully qualified zone.
+// analyze is one run of editCorefile.
 func analyze(in, fqdn string) (*edit, error) {
 	zone := display(fqdn)
 	all := lexAll(in)
@@ -294,16 +273,7 @@ func analyze(in, fqdn string) (*edit, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A platform that puts its own Corefile back is refused first, whatever
-	// the port.
-	port, err := listening(blocks, fqdn, zone)
-	if perr := platform(blocks, imports, zone, cmp.Or(port, "53")); perr != nil {
-		return nil, perr
-	}
-	if err != nil {
-		return nil, err
-	}
-	b, err := receiving(blocks, fqdn, zone, port)
+	b, port, err := receiving(blocks, imports, fqdn, zone)
 	if err != nil {
 		return nil, err
 	}
@@ -315,144 +285,17 @@ func analyze(in, fqdn string) (*edit, error) {
 		}
 		res.notes = append(res.notes, fmt.Sprintf("line %d: \"import %s\" is not followed; what it brings in is not checked", im[0].line, strings.Join(args, " ")))
 	}
-	if res.line, err = alreadyThere(b, fqdn, zone); res.line > 0 || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
-	k, err := kubernetesOf(blocks, b, fqdn, zone, port)
-	if err != nil {
-		return nil, err
-	}
-	L := k[0].line
-	res.line = L
-	lines := strings.Split(in, "\n")
-	if err := ownLine(all, lines, k[:1+len(k.args())], true, "the kubernetes directive"); err != nil {
-		return nil, err
-	}
-	opts, inArgs, err := kubernetesMulticluster(k, b, fqdn, zone)
-	if err != nil {
-		return nil, err
-	}
-	if lines, err = withoutKubernetesMulticluster(all, lines, k, opts, inArgs, fqdn); err != nil {
-		return nil, err
-	}
-	res.converted = inArgs
-	res.notes = append(res.notes, alsoNamed(b, fqdn, zone)...)
-	indent, eol := edges(lines[L-1])
-	lines = slices.Insert(lines, L-1, indent+"multicluster "+zone+eol)
-	res.out = strings.Join(lines, "\n")
-	res.changed = true
-	return res, nil
-}
-
-// listening is the port of the server blocks the DNS Service sends the
-// zone to: 53, or, when no block on 53 receives the zone, the one other port
-// where a block with a kubernetes directive receives it (OpenShift's 5353,
-// Gardener's 8053: the Service maps 53 to it).
-func listening(blocks []*block, fqdn, zone string) (string, error) {
-	var ports, names []string
-	for _, b := range blocks {
-		if b.best(fqdn, "53") >= 0 {
-			return "53", nil
-		}
-		for _, k := range b.keys {
-			if b.best(fqdn, k.port) >= 0 && len(b.named("kubernetes")) > 0 && !slices.Contains(ports, k.port) {
-				ports = append(ports, k.port)
-				names = append(names, b.String())
-			}
-		}
-	}
-	switch len(ports) {
-	case 0:
-		return "", refuse("no server block receives %s on port 53, nor with a kubernetes directive on another port (none has the key \".\", %q or a parent of it); add \"multicluster %s\" by hand, or %s", zone, zone, zone, guide)
-	case 1:
-		return ports[0], nil
-	}
-	return "", refuse("no server block receives %s on port 53, and several on other ports do: %s; add \"multicluster %s\" by hand to the one the DNS Service sends port 53 to", zone, strings.Join(names, " and "), zone)
-}
-
-// receiving is the one server block that receives the zone on port: the
-// most specific key wins.
-func receiving(blocks []*block, fqdn, zone, port string) (*block, error) {
-	best := -1
-	for _, b := range blocks {
-		best = max(best, b.best(fqdn, port))
-		for _, k := range b.keys {
-			if k.plainDNS && k.port == port && k.zone != fqdn && dns.IsSubDomain(fqdn, k.zone) {
-				return nil, refuse("%s serves %s, a part of %s: those names would not reach the multicluster plugin; remove that block first, or %s", b, display(k.zone), zone, guide)
-			}
-		}
-	}
-	var catching []*block
-	var names []string
-	for _, b := range blocks {
-		if b.best(fqdn, port) == best {
-			catching = append(catching, b)
-			names = append(names, b.String())
-		}
-	}
-	if len(catching) > 1 {
-		return nil, refuse("several server blocks receive %s: %s; add \"multicluster %s\" by hand to the one that should answer it", zone, strings.Join(names, " and "), zone)
-	}
-	return catching[0], nil
-}
-
-// standalone is the lasting way where the platform owns the Corefile.
-const standalone = "Run the standalone Deployment (kubectl apply -f deploy/, or the chart deploy/chart/coredns-multicluster)"
-
-// platform refuses the Corefiles of platforms that put their own Corefile
-// and image back, which an edit would not outlast, and names the lasting
-// way: the coredns-custom ConfigMap (AKS, k3s, Gardener, OVHcloud), or
-// OpenShift's DNS operator, whose Corefile has a hostname.bind:5353 block.
-// port is the port the zone's block listens on (Gardener's 8053: its custom
-// server blocks listen there too).
-func platform(blocks []*block, imports [][]token, zone, port string) error {
-	for _, im := range imports {
-		if len(im) < 2 {
-			continue
-		}
-		dir, file := path.Split(im[1].text)
-		if path.Base(dir) != "custom" || !slices.Contains([]string{"*.server", "*.override", "*.include"}, file) {
-			continue
-		}
-		return refuse("line %d: \"import %s\" reads the coredns-custom ConfigMap of a platform that puts its own coredns ConfigMap and image back (AKS, k3s, Gardener, OVHcloud), so an edit here would not last. %s and forward %s to it from a \"%s:%s { ... }\" block under a *.server key of coredns-custom (deploy/forwarding.md, \"k3s and AKS: the coredns-custom ConfigMap\")",
-			im[0].line, im[1].text, standalone, zone, zone, port)
-	}
-	for _, b := range blocks {
-		if len(b.raw) == 1 && strings.EqualFold(b.raw[0], "hostname.bind:5353") && len(b.named("chaos")) > 0 {
-			return refuse("%s marks a Corefile of OpenShift's DNS operator, which owns it (ConfigMap openshift-dns/dns-default) and the CoreDNS image and puts them back, so an edit here would not last. %s and add to spec.servers of dns.operator/default an entry forwarding %s to its Service address (deploy/forwarding.md, \"OpenShift: the DNS operator's servers\")",
-				b, standalone, zone)
-		}
-	}
-	return nil
-}
-
-// alreadyThere is the line of b's multicluster directive for the zone, 0
-// when it has none; it refuses one for other zones only.
-func alreadyThere(b *block, fqdn, zone string) (int, error) {
+	// The plugin there already, for the zone (without arguments, the block's).
 	mcs := b.named("multicluster")
 	for _, d := range mcs {
-		zones := zonesOf(d.args())
-		if len(zones) == 0 {
-			for _, k := range b.keys {
-				zones = append(zones, k.zone)
-			}
-		}
-		if slices.Contains(zones, fqdn) {
-			return d[0].line, nil
+		if slices.Contains(zonesOf(d.args()), fqdn) || len(d.args()) == 0 && slices.ContainsFunc(b.keys, func(k key) bool { return k.zone == fqdn }) {
+			res.line = d[0].line
+			return res, nil
 		}
 	}
 	if len(mcs) > 0 {
-		return 0, refuse("%s has a multicluster directive (line %d) for other zones; add %s to it by hand", b, mcs[0][0].line, zone)
+		return nil, refuse("%s has a multicluster directive (line %d) for other zones; add %s to it by hand", b, mcs[0][0].line, zone)
 	}
-	return 0, nil
-}
-
-// kubernetesOf is b's one kubernetes directive, which the multicluster line
-// goes before.
-func kubernetesOf(blocks []*block, b *block, fqdn, zone, port string) (directive, error) {
 	ks := b.named("kubernetes")
 	if len(ks) == 0 {
 		// Is there a kubernetes block the zone would have reached but for b?
@@ -467,14 +310,103 @@ func kubernetesOf(blocks []*block, b *block, fqdn, zone, port string) (directive
 	if len(ks) > 1 {
 		return nil, refuse("%s has %d kubernetes directives (lines %d and %d); CoreDNS accepts one", b, len(ks), ks[0][0].line, ks[1][0].line)
 	}
-	return ks[0], nil
+	k, lines := ks[0], strings.Split(in, "\n")
+	if err := ownLine(all, lines, k[:1+len(k.args())], true, "the kubernetes directive"); err != nil {
+		return nil, err
+	}
+	if lines, res.converted, err = convert(all, lines, k, b, fqdn, zone); err != nil {
+		return nil, err
+	}
+	for _, n := range b.names() { // the other directives that name the zone
+		if i := slices.IndexFunc(b.dirs, func(d directive) bool { return d[0].text == n && slices.Contains(zonesOf(d[1:]), fqdn) }); i >= 0 && n != "kubernetes" {
+			res.notes = append(res.notes, fmt.Sprintf("line %d: %s also names %s; left as it is", b.dirs[i][0].line, n, zone))
+		}
+	}
+	res.line, res.changed = k[0].line, true
+	indent, eol := edges(lines[res.line-1])
+	res.out = strings.Join(slices.Insert(lines, res.line-1, indent+"multicluster "+zone+eol), "\n")
+	return res, nil
 }
 
-// kubernetesMulticluster finds the kubernetes plugin's own multicluster
-// options (CoreDNS >= 1.12: "multicluster [ZONES...]" inside its block, each
-// zone one of its own) that name the zone, and whether the zone is among the
-// directive's own zones, and refuses what cannot be edited safely.
-func kubernetesMulticluster(k directive, b *block, fqdn, zone string) ([][]token, bool, error) {
+// receiving is the one server block the DNS Service sends the zone to, and
+// its port: 53, or, when no block on 53 receives the zone, the one other
+// port where a block with a kubernetes directive does (OpenShift's 5353,
+// Gardener's 8053: the Service maps 53 to it). A platform that puts its own
+// Corefile back is refused first.
+func receiving(blocks []*block, imports [][]token, fqdn, zone string) (*block, string, error) {
+	var ports, names []string
+	for _, b := range blocks {
+		if b.best(fqdn, "53") >= 0 {
+			ports = []string{"53"}
+			break
+		}
+		for _, k := range b.keys {
+			if !slices.Contains(ports, k.port) && len(b.named("kubernetes")) > 0 && b.best(fqdn, k.port) >= 0 {
+				ports, names = append(ports, k.port), append(names, b.String())
+			}
+		}
+	}
+	port, err := "53", error(nil)
+	switch len(ports) {
+	case 1:
+		port = ports[0]
+	case 0:
+		err = refuse("no server block receives %s on port 53, nor with a kubernetes directive on another port (none has the key \".\", %q or a parent of it); add \"multicluster %s\" by hand, or %s", zone, zone, zone, guide)
+	default:
+		err = refuse("no server block receives %s on port 53, and several on other ports do: %s; add \"multicluster %s\" by hand to the one the DNS Service sends port 53 to", zone, strings.Join(names, " and "), zone)
+	}
+	if perr := platform(blocks, imports, zone, port); perr != nil || err != nil {
+		return nil, "", cmp.Or(perr, err)
+	}
+	best, catching := -1, []*block(nil)
+	for _, b := range blocks { // the most specific key wins
+		for _, k := range b.keys {
+			if k.plainDNS && k.port == port && k.zone != fqdn && dns.IsSubDomain(fqdn, k.zone) {
+				return nil, "", refuse("%s serves %s, a part of %s: those names would not reach the multicluster plugin; remove that block first, or %s", b, display(k.zone), zone, guide)
+			}
+		}
+		if n := b.best(fqdn, port); n > best {
+			best, catching, names = n, []*block{b}, []string{b.String()}
+		} else if n == best {
+			catching, names = append(catching, b), append(names, b.String())
+		}
+	}
+	if len(catching) > 1 {
+		return nil, "", refuse("several server blocks receive %s: %s; add \"multicluster %s\" by hand to the one that should answer it", zone, strings.Join(names, " and "), zone)
+	}
+	return catching[0], port, nil
+}
+
+// standalone is the lasting way where the platform owns the Corefile.
+const standalone = "Run the standalone Deployment (kubectl apply -f deploy/, or the chart deploy/chart/coredns-multicluster)"
+
+// platform refuses the Corefiles of platforms that put their own Corefile
+// and image back, which an edit would not outlast, and names the lasting
+// way: the coredns-custom ConfigMap (AKS, k3s, Gardener, OVHcloud), whose
+// blocks listen on port too, or OpenShift's DNS operator.
+func platform(blocks []*block, imports [][]token, zone, port string) error {
+	for _, im := range imports {
+		if len(im) < 2 {
+			continue
+		}
+		if dir, file := path.Split(im[1].text); path.Base(dir) == "custom" && slices.Contains([]string{"*.server", "*.override", "*.include"}, file) {
+			return refuse("line %d: \"import %s\" reads the coredns-custom ConfigMap of a platform that puts its own coredns ConfigMap and image back (AKS, k3s, Gardener, OVHcloud), so an edit here would not last. %s and forward %s to it from a \"%s:%s { ... }\" block under a *.server key of coredns-custom (deploy/forwarding.md, \"k3s and AKS: the coredns-custom ConfigMap\")",
+				im[0].line, im[1].text, standalone, zone, zone, port)
+		}
+	}
+	for _, b := range blocks {
+		if len(b.raw) == 1 && strings.EqualFold(b.raw[0], "hostname.bind:5353") && len(b.named("chaos")) > 0 {
+			return refuse("%s marks a Corefile of OpenShift's DNS operator, which owns it (ConfigMap openshift-dns/dns-default) and the CoreDNS image and puts them back, so an edit here would not last. %s and add to spec.servers of dns.operator/default an entry forwarding %s to its Service address (deploy/forwarding.md, \"OpenShift: the DNS operator's servers\")",
+				b, standalone, zone)
+		}
+	}
+	return nil
+}
+
+// convert takes the zone out of the kubernetes plugin's own multicluster
+// options ("multicluster [ZONES...]" in its block, each zone one of its own)
+// and out of its zones, or refuses; converted is whether it did.
+func convert(all []token, lines []string, k directive, b *block, fqdn, zone string) (_ []string, converted bool, _ error) {
 	var opts [][]token
 	for _, o := range k.options() {
 		if o[0].text == "multicluster" && slices.Contains(zonesOf(o[1:]), fqdn) {
@@ -490,79 +422,45 @@ func kubernetesMulticluster(k directive, b *block, fqdn, zone string) ([][]token
 		return nil, false, refuse("line %d: the kubernetes plugin's multicluster option names %s, but the kubernetes directive (line %d) does not list it among its zones; fix that by hand first", opts[0][0].line, zone, L)
 	case inArgs && len(kzones) == 1:
 		return nil, false, refuse("line %d: %s is the only zone of the kubernetes directive; without it the directive would serve the server block's zones %q; change it by hand", L, zone, strings.Join(b.raw, " "))
+	case !inArgs:
+		return lines, false, nil
 	}
-	return opts, inArgs, nil
-}
-
-// withoutKubernetesMulticluster takes the zone out of the kubernetes
-// plugin's multicluster options and, when inArgs, out of its zones.
-func withoutKubernetesMulticluster(all []token, lines []string, k directive, opts [][]token, inArgs bool, fqdn string) ([]string, error) {
-	// Edit from the bottom up so that line numbers above stay valid.
+	// From the bottom up, so that the line numbers above stay valid.
 	for i := len(opts) - 1; i >= 0; i-- {
 		o, n := opts[i], opts[i][0].line
 		if err := ownLine(all, lines, o, false, "the kubernetes plugin's multicluster option"); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		var err error
+		l := lines[n-1]
 		if slices.ContainsFunc(zonesOf(o[1:]), func(z string) bool { return z != fqdn }) {
-			if lines[n-1], err = removeWords(lines[n-1], n, o, fqdn); err != nil {
-				return nil, err
+			if err := removeWords(lines, o, fqdn); err != nil {
+				return nil, false, err
 			}
-			continue
+		} else if sp, ok := spans(l, o); ok && strings.HasPrefix(strings.TrimSpace(l[sp[len(sp)-1][1]:]), "#") {
+			// The option goes; the operator's comment after it stays.
+			indent, eol := edges(l)
+			lines[n-1] = indent + strings.TrimSpace(l[sp[len(sp)-1][1]:]) + eol
+		} else {
+			lines = slices.Delete(lines, n-1, n)
 		}
-		// The option goes; the operator's comment after it stays.
-		if sp, ok := spans(lines[n-1], o); ok {
-			if c := strings.TrimSpace(lines[n-1][sp[len(sp)-1][1]:]); strings.HasPrefix(c, "#") {
-				indent, eol := edges(lines[n-1])
-				lines[n-1] = indent + c + eol
-				continue
-			}
-		}
-		lines = slices.Delete(lines, n-1, n)
 	}
-	if !inArgs {
-		return lines, nil
-	}
-	var err error
-	L := k[0].line
-	lines[L-1], err = removeWords(lines[L-1], L, k[:1+len(k.args())], fqdn)
-	return lines, err
+	return lines, true, removeWords(lines, k[:1+len(k.args())], fqdn)
 }
 
-// alsoNamed notes the other directives of b that name the zone.
-func alsoNamed(b *block, fqdn, zone string) []string {
-	var notes []string
-	for _, n := range b.names() {
-		for _, d := range b.named(n) {
-			if n != "kubernetes" && slices.Contains(zonesOf(d[1:]), fqdn) {
-				notes = append(notes, fmt.Sprintf("line %d: %s also names %s; left as it is", d[0].line, n, zone))
-				break
-			}
-		}
-	}
-	return notes
-}
-
-// describe names a block's directives, for a message.
+// describe names a block's directives for a message.
 func describe(b *block) string {
 	var parts []string
 	for _, n := range b.names() {
-		s := n
-		for _, d := range b.named(n) {
-			if a := d.args(); len(a) > 0 {
-				s = n + " " + a[0].text
-				if len(a) > 1 {
-					s += " ..."
-				}
-				break
+		if i := slices.IndexFunc(b.dirs, func(d directive) bool { return d[0].text == n && len(d.args()) > 0 }); i >= 0 {
+			a := b.dirs[i].args()
+			n += " " + a[0].text
+			if len(a) > 1 {
+				n += " ..."
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%q", s))
+		parts = append(parts, fmt.Sprintf("%q", n))
 	}
-	if len(parts) == 0 {
-		return "no directives"
-	}
-	return strings.Join(parts, ", ")
+	return cmp.Or(strings.Join(parts, ", "), "no directives")
 }
 
 // zonesOf normalizes words as the kubernetes plugin does its zones.
@@ -574,10 +472,8 @@ func zonesOf(toks []token) []string {
 	return out
 }
 
-// ownLine checks that the line of what (the directive or option's words)
-// holds them and nothing else of the Corefile, but for the opening brace of
-// the directive's block where brace: no server block key, brace or other
-// directive, no quoted name.
+// ownLine checks that the line of what (a directive or option's words) holds
+// nothing else, but the "{" of its block where brace, and no quoted name.
 func ownLine(all []token, lines []string, what []token, brace bool, name string) error {
 	n := what[0].line
 	var on []token
@@ -586,11 +482,8 @@ func ownLine(all []token, lines []string, what []token, brace bool, name string)
 			on = append(on, t)
 		}
 	}
-	extra := on[min(len(what), len(on)):]
-	ok := len(on) >= len(what) && slices.Equal(on[:len(what)], what) && on[len(on)-1].end == n &&
-		(len(extra) == 0 || brace && len(extra) == 1 && extra[0].text == "{") &&
-		!strings.HasPrefix(strings.TrimLeftFunc(lines[n-1], unicode.IsSpace), `"`)
-	if !ok {
+	ok := slices.Equal(on, what) || brace && slices.Equal(on, append(what[:len(what):len(what)], token{"{", n, n}))
+	if !ok || on[len(on)-1].end != n || strings.HasPrefix(strings.TrimLeftFunc(lines[n-1], unicode.IsSpace), `"`) {
 		return refuse("line %d: %s shares its line with other directives, options or a server block key (%q); put it on a line of its own and run again", n, name, strings.TrimSpace(lines[n-1]))
 	}
 	return nil
@@ -602,8 +495,7 @@ func edges(l string) (indent, eol string) {
 }
 
 // spans finds words, tokens the lexer read from line, in it: where each
-// starts, after blanks, and ends, quoted or not. ok is false unless each
-// span lexes back to its word.
+// starts and ends; !ok unless each span lexes back to its word.
 func spans(line string, words []token) ([][2]int, bool) {
 	var out [][2]int
 	i := 0
@@ -637,15 +529,15 @@ func spans(line string, words []token) ([][2]int, bool) {
 	return out, true
 }
 
-// removeWords removes from line n, which holds words, those after the first
-// that are fqdn, each with the blanks before it; all else stays byte for
-// byte, but that a blank takes the place of a quoted word that nothing
-// parted from what follows it (`"zone"{`), which would glue to the word
-// before it.
-func removeWords(line string, n int, words []token, fqdn string) (string, error) {
+// removeWords removes from the line of words those after the first that are
+// fqdn, each with the blanks before it; but a blank takes the place of a
+// quoted word glued to what follows it (`"zone"{`).
+func removeWords(lines []string, words []token, fqdn string) error {
+	n := words[0].line
+	line := lines[n-1]
 	sp, ok := spans(line, words)
 	if !ok {
-		return "", refuse("line %d: cannot find the zone's word on the line", n)
+		return refuse("line %d: cannot find the zone's word on the line", n)
 	}
 	for i := len(words) - 1; i >= 1; i-- {
 		if dns.Fqdn(strings.ToLower(words[i].text)) == fqdn {
@@ -656,5 +548,6 @@ func removeWords(line string, n int, words []token, fqdn string) (string, error)
 			line = line[:sp[i-1][1]] + sep + rest
 		}
 	}
-	return line, nil
+	lines[n-1] = line
+	return nil
 }

@@ -716,7 +716,7 @@ func TestInstallWaitsForAnswers(t *testing.T) {
 	// A pod that never answers: install says which, once --wait is over.
 	answerFrom.Store(1 << 30)
 	o.wait = 3 * time.Second
-	err = waitAnswers(context.Background(), c, o, printer{o}, dep, "clusterset.local.")
+	err = waitAnswers(context.Background(), c, o, dep, "clusterset.local.")
 	if err == nil || !strings.Contains(err.Error(), "coredns-1") {
 		t.Errorf("waitAnswers with a pod that never answers: %v", err)
 	}

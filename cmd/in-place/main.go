@@ -1,16 +1,9 @@
 // Command in-place adds the multicluster plugin to the cluster's own CoreDNS
-// (kubeadm's layout by default) and takes it out again; usage below says
-// what install and uninstall change, and in which order. corefile prints the
-// edited Corefile and reads nothing else. deploy/in-place.sh builds and runs
-// it; the Job of deploy/in-place runs it from the image with --image-of-pod.
-//
-// Files: main.go (the subcommands and flags), corefile.go (the Corefile
-// edit, located with CoreDNS's own Corefile lexer, and the refusals that say
-// why an edit is not made), install.go (install and uninstall against the
-// API server, our ClusterRole and binding, and the state ConfigMap) and
-// rbac.go (the rules of deploy/rbac.yaml). testdata/ holds the Corefiles
-// corefile_test.go edits, each with the edit it expects (.golden) or the
-// refusal (.err); testdata/README.md says more.
+// (kubeadm's layout by default) and takes it out again; usage says what it
+// changes, and in which order. deploy/in-place.sh builds and runs it; the
+// Jobs of deploy/in-place run it from the image with --image-of-pod.
+// corefile.go edits the Corefile, install.go changes the cluster, rbac.go
+// holds the plugin's rules; testdata/README.md says what the tests edit.
 package main
 
 import (
@@ -21,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -59,93 +53,60 @@ func main() {
 // run is the command; it returns the exit code: 0, 1 on an error, 2 on a
 // refusal or a usage error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w := stderr
-		code := 2
+	if len(args) == 0 || slices.Contains([]string{"-h", "--help", "help"}, args[0]) {
+		fs, code := newFlags("help", &options{}), 2
+		fs.SetOutput(stderr)
 		if len(args) > 0 {
-			w, code = stdout, 0
+			fs.SetOutput(stdout)
+			code = 0
 		}
-		fmt.Fprint(w, usage)
-		fs := newFlags("help", &options{}, new(string), new(string))
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		fs.Usage()
 		return code
 	}
-	cmd := args[0]
-	o := &options{out: stdout, errOut: stderr}
-	var kubeconfig, kubecontext string
-	fs := newFlags(cmd, o, &kubeconfig, &kubecontext)
+	cmd, o := args[0], &options{out: stdout, errOut: stderr}
+	fs := newFlags(cmd, o)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	switch cmd {
-	case "install", "uninstall", "corefile":
-	default:
+	if !slices.Contains([]string{"install", "uninstall", "corefile"}, cmd) {
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n", cmd)
 		fs.Usage()
 		return 2
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "error: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if cmd == "corefile" {
-		return corefileCmd(o.zone, stdin, stdout, stderr)
-	}
 	if cmd == "install" && (o.image == "") == (o.imageOfPod == "") {
 		fmt.Fprintln(stderr, "error: install needs one of --image IMAGE (CoreDNS built with the multicluster plugin) and --image-of-pod POD")
 		return 2
 	}
-
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
-	if err != nil {
-		return fail(stderr, fmt.Errorf("kubeconfig: %w", err))
-	}
-	cfg.UserAgent = "coredns-multicluster-in-place"
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if cmd == "install" {
-		err = install(ctx, c, o)
-	} else {
-		err = uninstall(ctx, c, o)
-	}
-	if err != nil {
-		return fail(stderr, err)
+	if err := do(cmd, o, stdin); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if isRefusal(err) {
+			return 2
+		}
+		return 1
 	}
 	return 0
 }
 
-// fail prints err; the exit code is 2 for a refusal, else 1.
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "error: %v\n", err)
-	if isRefusal(err) {
-		return 2
-	}
-	return 1
-}
-
-func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.FlagSet {
+// newFlags are cmd's flags; those of help are all.
+func newFlags(cmd string, o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("in-place "+cmd, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.zone, "zone", "clusterset.local", "the zone the multicluster plugin serves")
 	if cmd == "corefile" {
 		return fs
 	}
-	fs.StringVar(kubeconfig, "kubeconfig", "", "the kubeconfig file (default: as kubectl: $KUBECONFIG, ~/.kube/config)")
-	fs.StringVar(kubecontext, "context", "", "the kubeconfig context (default: its current context)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: as kubectl: $KUBECONFIG, ~/.kube/config)")
+	fs.StringVar(&o.context, "context", "", "the kubeconfig context (default: its current context)")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "the namespace of CoreDNS's ConfigMap and Deployment")
 	fs.StringVar(&o.configMap, "configmap", "coredns", "CoreDNS's ConfigMap")
 	fs.StringVar(&o.key, "key", "Corefile", "the ConfigMap's key that holds the Corefile")
@@ -164,28 +125,47 @@ func newFlags(cmd string, o *options, kubeconfig, kubecontext *string) *flag.Fla
 	return fs
 }
 
-// corefileCmd is the offline subcommand: stdin to stdout.
-func corefileCmd(zone string, stdin io.Reader, stdout, stderr io.Writer) int {
-	in, err := io.ReadAll(stdin)
+// do runs cmd with its flags parsed.
+func do(cmd string, o *options, stdin io.Reader) error {
+	if cmd == "corefile" {
+		in, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+		e, err := editCorefile(string(in), o.zone)
+		if err != nil {
+			return err
+		}
+		for _, n := range e.notes {
+			fmt.Fprintf(o.errOut, "note: %s\n", n)
+		}
+		switch {
+		case !e.changed:
+			fmt.Fprintf(o.errOut, "note: server block %q already has multicluster %s (line %d): nothing to change\n", e.block, e.zone, e.line)
+		case e.converted:
+			fmt.Fprintf(o.errOut, "note: server block %q: moved %s from the kubernetes plugin's multicluster option to the multicluster plugin (line %d)\n", e.block, e.zone, e.line)
+		}
+		if !e.reload {
+			fmt.Fprintf(o.errOut, "note: server block %q has no reload plugin: restart CoreDNS after changing its Corefile\n", e.block)
+		}
+		fmt.Fprint(o.out, e.out)
+		return nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
 	if err != nil {
-		return fail(stderr, fmt.Errorf("reading stdin: %w", err))
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	e, err := editCorefile(string(in), zone)
+	cfg.UserAgent = "coredns-multicluster-in-place"
+	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	for _, n := range e.notes {
-		fmt.Fprintf(stderr, "note: %s\n", n)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if cmd == "install" {
+		return install(ctx, c, o)
 	}
-	switch {
-	case !e.changed:
-		fmt.Fprintf(stderr, "note: server block %q already has multicluster %s (line %d): nothing to change\n", e.block, e.zone, e.line)
-	case e.converted:
-		fmt.Fprintf(stderr, "note: server block %q: moved %s from the kubernetes plugin's multicluster option to the multicluster plugin (line %d)\n", e.block, e.zone, e.line)
-	}
-	if !e.reload {
-		fmt.Fprintf(stderr, "note: server block %q has no reload plugin: restart CoreDNS after changing its Corefile\n", e.block)
-	}
-	fmt.Fprint(stdout, e.out)
-	return 0
+	return uninstall(ctx, c, o)
 }
