@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -61,16 +60,7 @@ func expect(t testing.TB, c *harness.CoreDNS, ttl uint32, name, qtype string, w 
 // server reach answers through watches, so tests of changes poll.
 func eventually(t testing.TB, c *harness.CoreDNS, name, qtype string, w want) {
 	t.Helper()
-	harness.Eventually(t, syncWithin, func() error {
-		r, err := c.Dig(name, qtype)
-		if err != nil {
-			return err
-		}
-		if err := w.Check(r.Msg(), defaultTTL); err != nil {
-			return fmt.Errorf("%s %s:\n%v\n%s", name, qtype, err, r)
-		}
-		return nil
-	})
+	c.WaitAnswer(t, syncWithin, name, qtype, w)
 }
 
 // startPluginDNS runs CoreDNS with the multicluster plugin reading the API

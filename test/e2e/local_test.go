@@ -78,17 +78,7 @@ func (r *migRig) switchesTo(what, name string, before, after []string, change fu
 	r.Prober.ExpectAny(name, before, after)
 	start := time.Now()
 	change()
-	var rrs []string
-	for _, ip := range after {
-		rrs = append(rrs, a(name, ip))
-	}
-	harness.Eventually(r.T, syncWithin, func() error {
-		res, err := r.DNS.Dig(name, "A")
-		if err != nil {
-			return err
-		}
-		return want{Answer: rrs}.Check(res.Msg(), defaultTTL)
-	})
+	r.WaitA(syncWithin, name, after...)
 	took := time.Since(start)
 	r.Prober.Expect(name, after...)
 	time.Sleep(holdAnswer) // the prober checks the new answer alone for a while

@@ -13,11 +13,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -25,11 +23,6 @@ import (
 // set-up (a control plane and a CoreDNS of each test's own, so that the
 // tests run side by side; the rig is the harness's, harness.Rig), and the
 // steps of a migration.
-
-// migSI is the ServiceImport resource in a version.
-func migSI(version string) schema.GroupVersionResource {
-	return cache.ServiceImports(version)
-}
 
 // migUpstreamCRD is sigs.k8s.io/mcs-api v0.5.2's ServiceImport CRD exactly as
 // released: v1alpha1 served, v1beta1 served and the storage version.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
@@ -30,7 +31,7 @@ func TestUpgradeOverUpstreamCRD(t *testing.T) {
 func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
 	r := migStartRules(t, rules, "deploy/crds over mcs-api v0.5.2's CRD", "upgrade", migUpstreamCRD(t))
 	r.begin("v1beta1", "v1beta1")
-	before, err := r.Env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
+	before, err := r.Env.Dynamic.Resource(cache.ServiceImports("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func testUpgradeOverUpstreamCRD(t *testing.T, rules migRules) {
 
 	// Nothing stored is lost: every object reads back through v1beta1 as it
 	// was, metadata and all, and v1beta1 stays the storage version.
-	after, err := r.Env.Dynamic.Resource(migSI("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
+	after, err := r.Env.Dynamic.Resource(cache.ServiceImports("v1beta1")).Namespace(r.NS).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,13 +132,7 @@ func TestAPIOutage(t *testing.T) {
 	var seen time.Duration
 	for _, name := range []string{"during", "after"} {
 		fq := name + "." + ns + ".svc.clusterset.local."
-		harness.Eventually(t, 30*time.Second, func() error {
-			r, err := dnsSrv.Dig(fq, "A")
-			if err != nil {
-				return err
-			}
-			return (want{Answer: []string{a(fq, map[string]string{"during": "10.70.1.1", "after": "10.70.2.1"}[name])}}).Check(r.Msg(), defaultTTL)
-		})
+		eventually(t, dnsSrv, fq, "A", want{Answer: []string{a(fq, map[string]string{"during": "10.70.1.1", "after": "10.70.2.1"}[name])}})
 	}
 	seen = time.Since(back)
 	stopProbe()

@@ -88,7 +88,7 @@ func checkVersionServedAnswers(t *testing.T, r *migRig) {
 		"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(80)}},
 	}}
 	harness.Eventually(t, 5*time.Second, func() error {
-		_, err := r.Env.Dynamic.Resource(migSI("v1alpha2")).Namespace("quiet").Create(r.Ctx, root, metav1.CreateOptions{})
+		_, err := r.Env.Dynamic.Resource(cache.ServiceImports("v1alpha2")).Namespace("quiet").Create(r.Ctx, root, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}

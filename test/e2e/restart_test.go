@@ -50,14 +50,8 @@ func TestAPIServerRestart(t *testing.T) {
 		r.Logf("%s: kube-apiserver SIGKILLed, ready again %.2fs later", label, ready.Sub(killed).Seconds())
 		r.Create(migImport("v1beta1", r.NS, fresh, "ClusterSetIP", ip))
 		created := time.Now()
-		name := fresh + "." + r.NS + ".svc.clusterset.local."
-		harness.Eventually(t, 15*time.Second, func() error {
-			res, err := r.DNS.Dig(name, "A")
-			if err != nil {
-				return err
-			}
-			return (want{Answer: []string{a(name, ip)}}).Check(res.Msg(), defaultTTL)
-		})
+		name := r.ServiceName(fresh)
+		r.WaitA(15*time.Second, name, ip)
 		seen := time.Since(created)
 		r.Prober.Expect(name, ip)
 		r.Logf("%s: a ServiceImport created right after readyz answered in %.2fs", label, seen.Seconds())

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/internal/contract"
 	"github.com/clustersetdns/multicluster/metricname"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -541,7 +542,7 @@ func TestTrustListedClusters(t *testing.T) {
 		c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Metrics: true, Plugins: harness.MulticlusterBlock(id.Kubeconfig)})
 		before := skipCounts(t, c)
 		im := harness.Import{Namespace: ns, Name: "listed", Type: "Headless", Ports: trustPorts, Clusters: []string{"east"}}.Object("v1alpha2")
-		if _, err := menv.Dynamic.Resource(migSI("v1alpha2")).Namespace(ns).Create(ctx, im, metav1.CreateOptions{}); err != nil {
+		if _, err := menv.Dynamic.Resource(cache.ServiceImports("v1alpha2")).Namespace(ns).Create(ctx, im, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		createSlice(t, menv, harness.MCSSlice(ns, "listed-rogue", "listed", "rogue", trustManagedBy, trustPorts, harness.Endpoint("10.153.4.9", "r-0", true)))

@@ -9,9 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/clustersetdns/multicluster/internal/contract"
 )
 
 // DigResult is dig's answer, parsed.
@@ -42,6 +45,26 @@ var (
 // before the name.
 func Dig(port int, name, qtype string, extra ...string) (*DigResult, error) {
 	return (&CoreDNS{Host: "127.0.0.1", Port: port}).Dig(name, qtype, extra...)
+}
+
+// CheckAnswer asks this CoreDNS name/qtype with dig and checks the answer
+// against w, its records at the plugin's default TTL (contract.TTL).
+func (c *CoreDNS) CheckAnswer(name, qtype string, w contract.Want) error {
+	r, err := c.Dig(name, qtype)
+	if err != nil {
+		return err
+	}
+	if err := w.Check(r.Msg(), contract.TTL); err != nil {
+		return fmt.Errorf("%s %s:\n%v\n%s", name, qtype, err, r)
+	}
+	return nil
+}
+
+// WaitAnswer waits, at most within, until CheckAnswer passes: changes in
+// the API server reach answers through watches.
+func (c *CoreDNS) WaitAnswer(t testing.TB, within time.Duration, name, qtype string, w contract.Want) {
+	t.Helper()
+	Eventually(t, within, func() error { return c.CheckAnswer(name, qtype, w) })
 }
 
 // Dig asks this CoreDNS with dig, as Dig does.

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -94,13 +95,7 @@ func (p *Prober) Start(ctx context.Context) (stop func()) {
 func (p *Prober) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		p.mu.Lock()
-		names := slices.Sorted(func(yield func(string) bool) {
-			for n := range p.want {
-				if !yield(n) {
-					return
-				}
-			}
-		})
+		names := slices.Sorted(maps.Keys(p.want))
 		p.mu.Unlock()
 		for _, name := range names {
 			if ctx.Err() != nil {
@@ -248,17 +243,7 @@ func (r *Rig) Answers(name string, ips ...string) {
 // WaitA waits until name answers exactly ips to dig.
 func (r *Rig) WaitA(within time.Duration, name string, ips ...string) {
 	r.T.Helper()
-	w := aWant(name, ips)
-	Eventually(r.T, within, func() error {
-		res, err := r.DNS.Dig(name, "A")
-		if err != nil {
-			return err
-		}
-		if err := w.Check(res.Msg(), contract.TTL); err != nil {
-			return fmt.Errorf("%s A:\n%v\n%s", name, err, res)
-		}
-		return nil
-	})
+	r.DNS.WaitAnswer(r.T, within, name, "A", aWant(name, ips))
 }
 
 // aWant is the answer of exactly ips to name A.
@@ -339,13 +324,8 @@ func (r *Rig) CheckLog() {
 func (r *Rig) DigAll() {
 	r.T.Helper()
 	for name, ips := range r.Prober.Settled() {
-		w := aWant(name, ips)
-		res, err := r.DNS.Dig(name, "A")
-		if err != nil {
-			r.T.Fatal(err)
-		}
-		if err := w.Check(res.Msg(), contract.TTL); err != nil {
-			r.T.Errorf("%s A:\n%v\n%s", name, err, res)
+		if err := r.DNS.CheckAnswer(name, "A", aWant(name, ips)); err != nil {
+			r.T.Error(err)
 		}
 	}
 }
