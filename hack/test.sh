@@ -104,6 +104,23 @@ skipped() {
 	' "$1"
 }
 
+# messages LOG: prints, for each test a go test -v log shows failed, the
+# last 20 messages it logged (their first lines; neither what CoreDNS
+# logged nor the Corefile and output a failed test appends), so that the
+# summary at the end shows why without the whole log.
+messages() {
+	awk '
+		/^=== (RUN|CONT|NAME) / { test = $3; next }
+		/^ +[^ ].*\.go:[0-9]+: (CoreDNS: |--- Corefile$)/ { next }
+		/^ +[^ ].*\.go:[0-9]+: / && test != "" { n[test]++; said[test, n[test] % 20] = $0; next }
+		/^ *--- FAIL: / {
+			t = $3; print "--- " t
+			for (i = (n[t] > 20 ? n[t] - 19 : 1); i <= n[t]; i++) print said[t, i % 20]
+		}
+	' "$1"
+}
+digest=
+
 # gotest NAME DIR ARGS...: runs go test in DIR, logging to $logs/NAME.log,
 # and fails when a test was skipped (seen only with -v).
 gotest() {
@@ -115,6 +132,7 @@ gotest() {
 	else
 		cat "$log"
 		fail "$name (log: $log)"
+		digest+=$(printf '\n== why %s failed: the last messages of each failed test\n' "$name"; messages "$log")
 	fi
 	skips=$(skipped "$log")
 	if [ -n "$skips" ]; then
@@ -271,6 +289,7 @@ if $realenv_ok; then
 	fi
 fi
 
+[ -z "$digest" ] || echo "$digest"
 step "summary ($((SECONDS - start))s)"
 if [ ${#failed[@]} -gt 0 ]; then
 	printf 'FAILED: %s\n' "${failed[@]}"
