@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,6 +136,9 @@ func (l *decodedList[T, P]) DeepCopyObject() runtime.Object {
 type typedVersion struct {
 	gv     schema.GroupVersion
 	codecs runtime.NegotiatedSerializer
+	// watchCodecs decode watch events as codecs do, in fewer passes over
+	// the JSON (watchSerializer).
+	watchCodecs runtime.NegotiatedSerializer
 	// example is an object of the type the version's watch delivers.
 	example runtime.Object
 	// read makes the import of obj, a decoded object of the version,
@@ -190,10 +195,12 @@ func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) raw
 	s.AddKnownTypeWithName(gv.WithKind("ServiceImport"), &decoded[T, P]{})
 	s.AddKnownTypeWithName(gv.WithKind("ServiceImportList"), &decodedList[T, P]{})
 	metav1.AddToGroupVersion(s, gv)
+	codecs := serializer.NewCodecFactory(s).WithoutConversion()
 	return &typedVersion{
-		gv:      gv,
-		codecs:  serializer.NewCodecFactory(s).WithoutConversion(),
-		example: &decoded[T, P]{},
+		gv:          gv,
+		codecs:      codecs,
+		watchCodecs: watchSerializer[T, P]{codecs, gv},
+		example:     &decoded[T, P]{},
 		read: func(obj any, deny []netip.Prefix) (*Import, bool) {
 			d, ok := obj.(*decoded[T, P])
 			if !ok {
@@ -222,6 +229,96 @@ func (tv *typedVersion) decode(data []byte) (runtime.Object, error) {
 	return obj, err
 }
 
+// watchSerializer is codecs for a watch of the version's ServiceImports. A
+// watch delivers one event per object, which client-go decodes in two steps
+// (rest.Request.Watch): the event, {"type", "object"}, with the object left
+// as raw JSON, then the object. With codecs each step first reads the whole
+// JSON for its apiVersion and kind, and a ServiceImport is then decoded
+// twice more (decoded's UnmarshalJSON): a dozen passes over each object's
+// bytes, which at 100,000 imports was most of the plugin's start. Here the
+// event decodes into metav1.WatchEvent directly, and the object straight
+// into the version's type; what is not a ServiceImport of the version (an
+// ERROR event's Status, an object that does not fit the type) goes to
+// codecs, as before.
+type watchSerializer[T any, P typedImport[T]] struct {
+	runtime.NegotiatedSerializer // codecs
+	gv                           schema.GroupVersion
+}
+
+// SupportedMediaTypes are codecs', with the decoders of JSON replaced.
+func (w watchSerializer[T, P]) SupportedMediaTypes() []runtime.SerializerInfo {
+	infos := slices.Clone(w.NegotiatedSerializer.SupportedMediaTypes())
+	for i, info := range infos {
+		if info.MediaType != runtime.ContentTypeJSON || info.StreamSerializer == nil {
+			continue
+		}
+		stream := *info.StreamSerializer
+		stream.Serializer = watchEvents{stream.Serializer}
+		info.Serializer, info.StreamSerializer = watchObjects[T, P]{info.Serializer, w.gv}, &stream
+		infos[i] = info
+	}
+	return infos
+}
+
+// watchEvents decodes a watch event's frame into metav1.WatchEvent, its
+// object kept as raw JSON, without first reading its kind: an event has none.
+type watchEvents struct{ runtime.Serializer }
+
+func (d watchEvents) Decode(data []byte, gvk *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	ev, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return d.Serializer.Decode(data, gvk, into)
+	}
+	*ev = metav1.WatchEvent{}
+	if typ, obj, ok := envelope(data); ok {
+		ev.Type, ev.Object.Raw = typ, bytes.Clone(obj)
+	} else if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, ev); err != nil {
+		return nil, nil, err
+	}
+	return ev, &schema.GroupVersionKind{Version: "v1", Kind: "WatchEvent"}, nil
+}
+
+// envelope splits a watch event as kube-apiserver writes it,
+// {"type":"TYPE","object":OBJECT} (and a newline), into TYPE and OBJECT,
+// without reading OBJECT: the object's decoder reads and checks it. Any
+// other layout is not split (ok false), and goes to a JSON decoder.
+func envelope(data []byte) (typ string, obj []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(bytes.TrimRight(data, " \t\r\n"), []byte(`{"type":"`))
+	if !ok {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || bytes.ContainsFunc(rest[:end], func(r rune) bool { return r < 'A' || r > 'Z' }) {
+		return "", nil, false
+	}
+	if obj, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"object":`)); !ok {
+		return "", nil, false
+	}
+	if obj, ok = bytes.CutSuffix(obj, []byte("}")); !ok || len(obj) == 0 {
+		return "", nil, false
+	}
+	return string(rest[:end]), obj, true
+}
+
+// watchObjects decodes a watch event's object straight into the version's
+// type when it is a ServiceImport of the version, and with codecs otherwise.
+type watchObjects[T any, P typedImport[T]] struct {
+	runtime.Serializer
+	gv schema.GroupVersion
+}
+
+func (d watchObjects[T, P]) Decode(data []byte, gvk *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into == nil {
+		obj := P(new(T))
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err == nil {
+			if got := obj.GetObjectKind().GroupVersionKind(); got == d.gv.WithKind("ServiceImport") {
+				return &decoded[T, P]{Object: obj}, &got, nil
+			}
+		}
+	}
+	return d.Serializer.Decode(data, gvk, into)
+}
+
 // readJSON makes the import of the JSON of one ServiceImport of version.
 func readJSON(version string, data []byte) (*Import, error) {
 	tv := typedVersions[version]
@@ -246,34 +343,43 @@ type ImportClient interface {
 }
 
 // NewImportClient returns the ImportClient of the API server cfg names:
-// one REST client per version, on the HTTP client hc (rest.HTTPClientFor),
-// which the plugin's other clients share.
+// per version, a REST client for lists and one for watches, on the HTTP
+// client hc (rest.HTTPClientFor), which the plugin's other clients share.
 func NewImportClient(cfg *rest.Config, hc *http.Client) (ImportClient, error) {
 	c := restImports{}
 	for version, tv := range typedVersions {
-		vc := rest.CopyConfig(cfg)
-		vc.GroupVersion = &tv.gv
-		vc.APIPath = "/apis"
-		vc.ContentType = runtime.ContentTypeJSON // CRDs have no protobuf
-		vc.AcceptContentTypes = runtime.ContentTypeJSON
-		vc.NegotiatedSerializer = tv.codecs
-		rc, err := rest.RESTClientForConfigAndClient(vc, hc)
-		if err != nil {
-			return nil, err
+		var clients [2]rest.Interface
+		for i, codecs := range []runtime.NegotiatedSerializer{tv.codecs, tv.watchCodecs} {
+			vc := rest.CopyConfig(cfg)
+			vc.GroupVersion = &tv.gv
+			vc.APIPath = "/apis"
+			vc.ContentType = runtime.ContentTypeJSON // CRDs have no protobuf
+			vc.AcceptContentTypes = runtime.ContentTypeJSON
+			vc.NegotiatedSerializer = codecs
+			rc, err := rest.RESTClientForConfigAndClient(vc, hc)
+			if err != nil {
+				return nil, err
+			}
+			clients[i] = rc
 		}
-		c[version] = rc
+		c[version] = clients
 	}
 	return c, nil
 }
 
-// restImports holds the REST client of each version.
-type restImports map[string]rest.Interface
+// restImports holds, per version, the REST client for lists and the one
+// for watches.
+type restImports map[string][2]rest.Interface
 
 // request is a GET of version's ServiceImports with the list options o.
 func (c restImports) request(version string, o *metav1.ListOptions) (*rest.Request, error) {
-	rc := c[version]
-	if rc == nil {
+	clients, ok := c[version]
+	if !ok {
 		return nil, fmt.Errorf("ServiceImport %s is not a version the plugin reads", version)
+	}
+	rc := clients[0]
+	if o.Watch {
+		rc = clients[1]
 	}
 	var timeout time.Duration
 	if o.TimeoutSeconds != nil {
