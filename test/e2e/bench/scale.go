@@ -59,6 +59,7 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			waitPlanesIdle(ctx, time.Minute)
 			c.waitQuiet(ctx, c.quietWait)
 			s, err := measureFootprint(ctx, c, rep, sd, suffix, size, largest, churn)
 			if err == nil && largest {
@@ -70,6 +71,14 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 			if err != nil {
 				return err
 			}
+		}
+		if largest && c.starts > 1 {
+			said, err := alternatingStarts(ctx, c, sides, suffix)
+			if err != nil {
+				return err
+			}
+			rep.loads = append(rep.loads, said)
+			logf("scale: %s", said)
 		}
 		// The replicas after both sides' single servers: a burst of replicas
 		// must not precede one side's measurements only.
@@ -86,6 +95,31 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// alternatingStarts starts each side's server -starts times, in turn, each
+// once the control planes are idle, and says the times to ready and their
+// medians: one start at 100,000 imports varies up to twice from the next on
+// a 2-CPU machine.
+func alternatingStarts(ctx context.Context, c config, sides []side, suffix string) (string, error) {
+	ready := make([][]float64, len(sides))
+	for range c.starts {
+		for i, sd := range sides {
+			waitPlanesIdle(ctx, time.Minute)
+			c.waitQuiet(ctx, c.quietWait)
+			s, err := c.startServer(sd, suffix+"-again", true)
+			if err != nil {
+				return "", err
+			}
+			ready[i] = append(ready[i], s.ReadyIn.Seconds())
+			s.Stop()
+		}
+	}
+	said := fmt.Sprintf("time to ready, %d starts of each in turn:", c.starts)
+	for i, sd := range sides {
+		said += fmt.Sprintf(" %s %.2f s (median %.2f s);", sd.name, ready[i], median(ready[i]))
+	}
+	return said + fmt.Sprintf(" %s/%s %.2f", sides[1].name, sides[0].name, median(ready[1])/median(ready[0])), nil
 }
 
 // measureFootprint starts a server and reads its memory, at the largest
