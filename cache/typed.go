@@ -348,28 +348,34 @@ type ImportClient interface {
 func NewImportClient(cfg *rest.Config, hc *http.Client) (ImportClient, error) {
 	c := restImports{}
 	for version, tv := range typedVersions {
-		var clients [2]rest.Interface
-		for i, codecs := range []runtime.NegotiatedSerializer{tv.codecs, tv.watchCodecs} {
+		client := func(codecs runtime.NegotiatedSerializer) (rest.Interface, error) {
 			vc := rest.CopyConfig(cfg)
 			vc.GroupVersion = &tv.gv
 			vc.APIPath = "/apis"
 			vc.ContentType = runtime.ContentTypeJSON // CRDs have no protobuf
 			vc.AcceptContentTypes = runtime.ContentTypeJSON
 			vc.NegotiatedSerializer = codecs
-			rc, err := rest.RESTClientForConfigAndClient(vc, hc)
-			if err != nil {
-				return nil, err
-			}
-			clients[i] = rc
+			return rest.RESTClientForConfigAndClient(vc, hc)
 		}
-		c[version] = clients
+		var vc versionClients
+		var err error
+		if vc.list, err = client(tv.codecs); err == nil {
+			vc.watch, err = client(tv.watchCodecs)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c[version] = vc
 	}
 	return c, nil
 }
 
-// restImports holds, per version, the REST client for lists and the one
-// for watches.
-type restImports map[string][2]rest.Interface
+// restImports holds the REST clients of each version.
+type restImports map[string]versionClients
+
+// versionClients are one version's REST client for lists and the one for
+// watches, which decodes with the version's watchCodecs.
+type versionClients struct{ list, watch rest.Interface }
 
 // request is a GET of version's ServiceImports with the list options o.
 func (c restImports) request(version string, o *metav1.ListOptions) (*rest.Request, error) {
@@ -377,9 +383,9 @@ func (c restImports) request(version string, o *metav1.ListOptions) (*rest.Reque
 	if !ok {
 		return nil, fmt.Errorf("ServiceImport %s is not a version the plugin reads", version)
 	}
-	rc := clients[0]
+	rc := clients.list
 	if o.Watch {
-		rc = clients[1]
+		rc = clients.watch
 	}
 	var timeout time.Duration
 	if o.TimeoutSeconds != nil {

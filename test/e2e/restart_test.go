@@ -34,8 +34,8 @@ import (
 // the new ServiceImport took is logged, not bounded: it is mostly
 // kube-apiserver's start (its 429s and their Retry-After) and client-go's
 // backoff before a relist, which a slower machine lengthens (1.3 to 3.0 s
-// on one, more under CI). Not in parallel
-// with other tests, so that the logged times mean something.
+// on one, more under CI). Not in parallel with other tests, so that the
+// logged times mean something.
 func TestAPIServerRestart(t *testing.T) {
 	r := migStartWith(t, "restart", "restart", harness.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{migUpstreamCRD(t)}, Audit: true})
 	r.begin("v1beta1", "v1beta1")
@@ -108,25 +108,24 @@ func TestAPIServerRestart(t *testing.T) {
 const refusalRetried = time.Second
 
 // auditedRetries reads the plugin's audit events since since until no
-// refusal among them is still within refusalRetried of the read with no
-// retry yet, and checks them with retriedAfterRefusal.
+// refusal among them is still within its bound of the read with no retry
+// yet, and checks them with retriedAfterRefusal.
 func auditedRetries(r *migRig, since time.Time) (refused int, slowest time.Duration, err error) {
-	for {
+	if perr := harness.Poll(time.Minute, func() error {
 		read := time.Now()
-		evs, err := r.Env.AuditEvents(harness.PluginUser, since)
-		if err != nil {
-			r.T.Fatal(err)
+		evs, rerr := r.Env.AuditEvents(harness.PluginUser, since)
+		if rerr != nil {
+			return harness.Permanent(rerr)
 		}
-		refused, slowest, pending, err := retriedAfterRefusal(evs, read)
-		if !pending {
-			return refused, slowest, err
+		var pending bool
+		if refused, slowest, pending, err = retriedAfterRefusal(evs, read); pending {
+			return errors.New("a refusal not retried yet, within its bound")
 		}
-		select {
-		case <-r.Ctx.Done():
-			r.T.Fatal(r.Ctx.Err())
-		case <-time.After(100 * time.Millisecond): // a poll of the log file
-		}
+		return nil
+	}); perr != nil {
+		r.T.Fatal(perr)
 	}
+	return refused, slowest, err
 }
 
 // retriedAfterRefusal checks, in the plugin's audit events as read at read,

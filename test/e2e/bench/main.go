@@ -427,22 +427,32 @@ func (c *config) waitQuiet(ctx context.Context, within time.Duration) {
 	}
 }
 
-// waitPlanesIdle waits, at most within, until the control planes (etcd
-// and kube-apiserver) take at most a tenth of a CPU over a second. A
-// server's start is bounded by kube-apiserver's stream, and after 100,000
-// creates, or another server's writes and queries, kube-apiserver stays
-// busy for many seconds on its own: a start then took 16 to 21 s, and 9 s
-// once it was idle (2026-12-07).
-func waitPlanesIdle(ctx context.Context, within time.Duration) {
+// waitStart waits before a server's start whose time to ready is measured:
+// at most a minute until the control planes (etcd and kube-apiserver) take
+// at most a tenth of a CPU over a second, then as waitQuiet. A start is
+// bounded by kube-apiserver's stream, and after 100,000 creates, or another
+// server's writes and queries, kube-apiserver stays busy for many seconds
+// on its own: a start then took 16 to 21 s, and 9 s once it was idle
+// (2026-12-07).
+func (c *config) waitStart(ctx context.Context) {
+	if !planesIdle(ctx, time.Minute) {
+		logf("the control planes were still busy after a minute")
+	}
+	c.waitQuiet(ctx, c.quietWait)
+}
+
+// planesIdle waits, at most within, until etcd and kube-apiserver take at
+// most a tenth of a CPU over a second, and reports whether they did.
+func planesIdle(ctx context.Context, within time.Duration) bool {
 	for start := time.Now(); time.Since(start) < within && ctx.Err() == nil; {
 		planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
 		sp := newSpan("", planes...)
 		time.Sleep(time.Second)
 		if _, _, own, ok := sp.end(); ok && own <= 0.1 {
-			return
+			return true
 		}
 	}
-	logf("the control planes were still busy after %s", within)
+	return false
 }
 
 // parallel calls f(ctx, 0..n-1) from at most workers goroutines, and none

@@ -59,8 +59,7 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			waitPlanesIdle(ctx, time.Minute)
-			c.waitQuiet(ctx, c.quietWait)
+			c.waitStart(ctx)
 			s, err := measureFootprint(ctx, c, rep, sd, suffix, size, largest, churn)
 			if err == nil && largest {
 				if err = measureChurn(ctx, c, rep, sd.cl, s, churn); err != nil {
@@ -105,8 +104,7 @@ func alternatingStarts(ctx context.Context, c config, sides []side, suffix strin
 	ready := make([][]float64, len(sides))
 	for range c.starts {
 		for i, sd := range sides {
-			waitPlanesIdle(ctx, time.Minute)
-			c.waitQuiet(ctx, c.quietWait)
+			c.waitStart(ctx)
 			s, err := c.startServer(sd, suffix+"-again", true)
 			if err != nil {
 				return "", err
