@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/clustersetdns/multicluster/cache"
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
@@ -99,9 +105,13 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 // alternatingStarts starts each side's server -starts times, in turn, each
 // once the control planes are idle, and says the times to ready and their
 // medians: one start at 100,000 imports varies up to twice from the next on
-// a 2-CPU machine.
+// a 2-CPU machine. Each round also reads the floors on ours' control plane
+// (floorRead): its ServiceImports as bytes, in one LIST and in one WatchList.
 func alternatingStarts(ctx context.Context, c config, sides []side, suffix string) (string, error) {
 	ready := make([][]float64, len(sides))
+	floors := []string{"LIST", "WatchList"}
+	floor, floorCPU := make([][]float64, len(floors)), make([][]float64, len(floors))
+	ours := sides[len(sides)-1].cl
 	for range c.starts {
 		for i, sd := range sides {
 			c.waitStart(ctx)
@@ -112,12 +122,81 @@ func alternatingStarts(ctx context.Context, c config, sides []side, suffix strin
 			ready[i] = append(ready[i], s.ReadyIn.Seconds())
 			s.Stop()
 		}
+		for i, way := range floors {
+			c.waitStart(ctx)
+			took, cpu, err := floorRead(ctx, ours, way == "WatchList")
+			if err != nil {
+				return "", fmt.Errorf("the floor, %s: %w", way, err)
+			}
+			floor[i], floorCPU[i] = append(floor[i], took.Seconds()), append(floorCPU[i], cpu)
+		}
 	}
 	said := fmt.Sprintf("time to ready, %d starts of each in turn:", c.starts)
 	for i, sd := range sides {
 		said += fmt.Sprintf(" %s %.2f s (median %.2f s);", sd.name, ready[i], median(ready[i]))
 	}
-	return said + fmt.Sprintf(" %s/%s %.2f", sides[1].name, sides[0].name, median(ready[1])/median(ready[0])), nil
+	last := median(ready[len(sides)-1])
+	said += fmt.Sprintf(" %s/%s %.2f; the floor, ours' imports read as bytes:", sides[len(sides)-1].name, sides[0].name, last/median(ready[0]))
+	for i, way := range floors {
+		said += fmt.Sprintf(" %s %.2f s (median %.2f s, kube-apiserver %.1f CPU-s), ours/floor %.2f;", way, floor[i], median(floor[i]), floorCPU[i], last/median(floor[i]))
+	}
+	return said, nil
+}
+
+// floorRead reads every ServiceImport of cl's version without decoding it,
+// in one LIST from kube-apiserver's watch cache (resourceVersion 0) or in
+// one WatchList (to the bookmark that ends the initial events), uncompressed:
+// how long it took, and kube-apiserver's CPU seconds meanwhile.
+func floorRead(ctx context.Context, cl *cluster, watchList bool) (time.Duration, float64, error) {
+	hc, err := rest.HTTPClientFor(cl.env.Config)
+	if err != nil {
+		return 0, 0, err
+	}
+	query := "resourceVersion=0"
+	if watchList {
+		query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	u := strings.TrimSuffix(cl.env.Config.Host, "/") + "/apis/" + cache.ServiceImports(cl.version).GroupVersion().String() + "/serviceimports?" + query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "identity")
+	pid, err := cl.env.APIServerPID()
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu0, err := harness.CPUSeconds(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var n int64
+	if watchList {
+		// One event a line; the last of the initial ones is a bookmark.
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() && !bytes.Contains(sc.Bytes(), []byte(`"k8s.io/initial-events-end":"true"`)) {
+			n += int64(len(sc.Bytes()))
+		}
+		err = sc.Err()
+	} else {
+		n, err = io.Copy(io.Discard, resp.Body)
+	}
+	took := time.Since(t0)
+	cpu1, cerr := harness.CPUSeconds(pid)
+	if err = errors.Join(err, cerr); err == nil && (resp.StatusCode != http.StatusOK || n < int64(cl.loaded)*100) {
+		err = fmt.Errorf("%s, %d bytes for %d imports", resp.Status, n, cl.loaded)
+	}
+	return took, cpu1 - cpu0, err
 }
 
 // measureFootprint starts a server and reads its memory, at the largest
