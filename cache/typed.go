@@ -199,7 +199,7 @@ func newTypedVersion[T any, P typedImport[T]](version string, fields func(P) raw
 	return &typedVersion{
 		gv:          gv,
 		codecs:      codecs,
-		watchCodecs: watchSerializer[T, P]{codecs, gv},
+		watchCodecs: newWatchSerializer[T, P](codecs, gv),
 		example:     &decoded[T, P]{},
 		read: func(obj any, deny []netip.Prefix) (*Import, bool) {
 			d, ok := obj.(*decoded[T, P])
@@ -240,25 +240,27 @@ func (tv *typedVersion) decode(data []byte) (runtime.Object, error) {
 // into the version's type; what is not a ServiceImport of the version (an
 // ERROR event's Status, an object that does not fit the type) goes to
 // codecs, as before.
-type watchSerializer[T any, P typedImport[T]] struct {
+type watchSerializer struct {
 	runtime.NegotiatedSerializer // codecs
-	gv                           schema.GroupVersion
+	infos                        []runtime.SerializerInfo
 }
 
-// SupportedMediaTypes are codecs', with the decoders of JSON replaced.
-func (w watchSerializer[T, P]) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := slices.Clone(w.NegotiatedSerializer.SupportedMediaTypes())
+// newWatchSerializer is codecs with the decoders of JSON replaced.
+func newWatchSerializer[T any, P typedImport[T]](codecs runtime.NegotiatedSerializer, gv schema.GroupVersion) watchSerializer {
+	infos := slices.Clone(codecs.SupportedMediaTypes())
 	for i, info := range infos {
 		if info.MediaType != runtime.ContentTypeJSON || info.StreamSerializer == nil {
 			continue
 		}
 		stream := *info.StreamSerializer
 		stream.Serializer = watchEvents{stream.Serializer}
-		info.Serializer, info.StreamSerializer = watchObjects[T, P]{info.Serializer, w.gv}, &stream
+		info.Serializer, info.StreamSerializer = watchObjects[T, P]{info.Serializer, gv}, &stream
 		infos[i] = info
 	}
-	return infos
+	return watchSerializer{codecs, infos}
 }
+
+func (w watchSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return w.infos }
 
 // watchEvents decodes a watch event's frame into metav1.WatchEvent, its
 // object kept as raw JSON, without first reading its kind: an event has none.

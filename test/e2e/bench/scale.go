@@ -152,6 +152,7 @@ func floorRead(ctx context.Context, cl *cluster, watchList bool) (time.Duration,
 	if err != nil {
 		return 0, 0, err
 	}
+	defer hc.CloseIdleConnections()
 	query := "resourceVersion=0"
 	if watchList {
 		query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
