@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -433,18 +434,18 @@ func convert(all []token, lines []string, k directive, b *block, fqdn, zone stri
 		}
 		l := lines[n-1]
 		if slices.ContainsFunc(zonesOf(o[1:]), func(z string) bool { return z != fqdn }) {
-			if err := removeWords(lines, o, fqdn); err != nil {
+			if err := removeWords(lines, n, fqdn); err != nil {
 				return nil, false, err
 			}
-		} else if sp, ok := spans(l, o); ok && strings.HasPrefix(strings.TrimSpace(l[sp[len(sp)-1][1]:]), "#") {
+		} else if _, comment := split(l); comment != "" {
 			// The option goes; the operator's comment after it stays.
 			indent, eol := edges(l)
-			lines[n-1] = indent + strings.TrimSpace(l[sp[len(sp)-1][1]:]) + eol
+			lines[n-1] = indent + strings.TrimSpace(comment) + eol
 		} else {
 			lines = slices.Delete(lines, n-1, n)
 		}
 	}
-	return lines, true, removeWords(lines, k[:1+len(k.args())], fqdn)
+	return lines, true, removeWords(lines, L, fqdn)
 }
 
 // describe names a block's directives for a message.
@@ -494,60 +495,54 @@ func edges(l string) (indent, eol string) {
 	return l[:len(l)-len(strings.TrimLeft(l, " \t"))], l[len(strings.TrimRight(l, "\r")):]
 }
 
-// spans finds words, tokens the lexer read from line, in it: where each
-// starts and ends; !ok unless each span lexes back to its word.
-func spans(line string, words []token) ([][2]int, bool) {
-	var out [][2]int
-	i := 0
-	for _, w := range words {
-		j := strings.IndexFunc(line[i:], func(r rune) bool { return !unicode.IsSpace(r) })
-		if j < 0 {
-			return nil, false
+// split cuts line into its code and its comment: the comment starts at the
+// first "#" before which the line lexes to all its words (a "#" in a quoted
+// word does not).
+func split(line string) (code, comment string) {
+	all := texts(lexAll(line))
+	for i := range len(line) {
+		if line[i] == '#' && slices.Equal(texts(lexAll(line[:i])), all) {
+			return line[:i], line[i:]
 		}
-		start := i + j
-		end := start + 1
-		if line[start] == '"' {
-			// The lexer's rule: a backslash escapes the next byte.
-			for esc := false; end < len(line) && (esc || line[end] != '"'); end++ {
-				esc = !esc && line[end] == '\\'
-			}
-			if end == len(line) {
-				return nil, false // the quote closes on a later line
-			}
-			end++
-		} else if k := strings.IndexFunc(line[start:], func(r rune) bool { return r == '#' || unicode.IsSpace(r) }); k >= 0 {
-			end = start + k
-		} else {
-			end = len(line)
-		}
-		if t := lexAll(line[start:end]); len(t) != 1 || t[0].text != w.text {
-			return nil, false
-		}
-		out = append(out, [2]int{start, end})
-		i = end
 	}
-	return out, true
+	return line, ""
 }
 
-// removeWords removes from the line of words those after the first that are
-// fqdn, each with the blanks before it; but a blank takes the place of a
-// quoted word glued to what follows it (`"zone"{`).
-func removeWords(lines []string, words []token, fqdn string) error {
-	n := words[0].line
-	line := lines[n-1]
-	sp, ok := spans(line, words)
-	if !ok {
-		return refuse("line %d: cannot find the zone's word on the line", n)
+func texts(toks []token) []string {
+	var out []string
+	for _, t := range toks {
+		out = append(out, t.text)
 	}
-	for i := len(words) - 1; i >= 1; i-- {
-		if dns.Fqdn(strings.ToLower(words[i].text)) == fqdn {
-			rest, sep := line[sp[i][1]:], ""
-			if r := strings.TrimRight(rest, "\r"); r != "" && !unicode.IsSpace(rune(r[0])) {
-				sep = " "
-			}
-			line = line[:sp[i-1][1]] + sep + rest
+	return out
+}
+
+// removeWords removes from line n the words after the first that are fqdn,
+// each with the blanks before it; a blank takes the place of a word glued to
+// what follows it (`"zone"{`). A cut is kept when the line lexes to one word
+// less; the result must lex to the words that stay.
+func removeWords(lines []string, n int, fqdn string) error {
+	code, comment := split(lines[n-1])
+	have := texts(lexAll(code))
+	want := slices.Clone(have[:min(1, len(have))])
+	for _, w := range have[min(1, len(have)):] {
+		if dns.Fqdn(strings.ToLower(w)) != fqdn {
+			want = append(want, w)
 		}
 	}
-	lines[n-1] = line
+	re := regexp.MustCompile(`(?i)\s+"?` + regexp.QuoteMeta(display(fqdn)) + `\.?"?`)
+	ms := re.FindAllStringIndex(code, -1)
+	for i := len(ms) - 1; i >= 0; i-- {
+		m, sep := ms[i], ""
+		if m[1] < len(code) && !unicode.IsSpace(rune(code[m[1]])) {
+			sep = " "
+		}
+		if c := code[:m[0]] + sep + code[m[1]:]; len(lexAll(c)) == len(lexAll(code))-1 {
+			code = c
+		}
+	}
+	if !slices.Equal(texts(lexAll(code)), want) {
+		return refuse("line %d: cannot find the zone's word on the line", n)
+	}
+	lines[n-1] = code + comment
 	return nil
 }

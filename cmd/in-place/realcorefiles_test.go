@@ -188,10 +188,10 @@ func loads(t *testing.T, corefile string) error {
 			j++
 		}
 		l, last := lines[t.line-1], toks[j-1]
-		if sp, ok := spans(l, toks[i:j]); ok && last.text == "{" {
+		if code, _ := split(l); last.text == "{" {
 			lines[t.line-1] = l + "\nendpoint https://127.0.0.1:1"
-		} else if ok {
-			lines[t.line-1] = strings.TrimRight(l[:sp[len(sp)-1][1]], "\r") + " {\nendpoint https://127.0.0.1:1\n}"
+		} else {
+			lines[t.line-1] = strings.TrimRight(code, "\r") + " {\nendpoint https://127.0.0.1:1\n}"
 		}
 	}
 	in := caddy.CaddyfileInput{Contents: []byte(strings.Join(lines, "\n")), Filepath: "Corefile", ServerTypeName: "dns"}
