@@ -76,7 +76,7 @@ func TestWhyEmpty(t *testing.T) {
 		[]mcsEndpoint{{addr: "10.160.0.1", hostname: "a"}, {addr: "10.160.0.2", hostname: "b"}, {addr: "10.160.0.3", ready: "false"}})
 	applyMCSSlice(t, ns, "lonely-east", "lonely", "east.prod", trustManagedBy, "IPv4", trustPorts,
 		[]mcsEndpoint{{addr: "10.161.0.1", hostname: "a"}})
-	first := waitByCluster(t, c, map[string]float64{"west": 2, "east.prod": 1}, "east.prod", "west")
+	first := waitByCluster(t, c, map[string]float64{"west": 2, "east.prod": 1}, nil, "east.prod", "west")
 	for cl, at := range first {
 		if now := float64(time.Now().UnixNano()) / 1e9; at < since-1 || at > now {
 			t.Errorf("%s{%s=%q} = %f, want between %f and %f", metricname.ClusterLastChange, metricname.Cluster, cl, at, since, now)
@@ -92,14 +92,12 @@ func TestWhyEmpty(t *testing.T) {
 	// for.
 	applyMCSSlice(t, ns, "lonely-east", "lonely", "east.prod", trustManagedBy, "IPv4", trustPorts,
 		[]mcsEndpoint{{addr: "10.161.0.1", hostname: "a"}, {addr: "10.161.0.2", hostname: "b"}})
-	var second map[string]float64
-	harness.Eventually(t, 30*time.Second, func() error {
-		second = waitByCluster(t, c, map[string]float64{"west": 2, "east.prod": 2}, "east.prod", "west")
+	second := waitByCluster(t, c, map[string]float64{"west": 2, "east.prod": 2}, func(second map[string]float64) error {
 		if second["east.prod"] <= first["east.prod"] {
 			return fmt.Errorf("last change %v, then %v: want east.prod's later", first, second)
 		}
 		return nil
-	})
+	}, "east.prod", "west")
 	if second["west"] != first["west"] {
 		t.Errorf("last change %v, then %v: want west's the same", first, second)
 	}
@@ -108,7 +106,7 @@ func TestWhyEmpty(t *testing.T) {
 	if err := env.Clientset.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "lonely-west", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitByCluster(t, c, map[string]float64{"east.prod": 2}, "east.prod")
+	waitByCluster(t, c, map[string]float64{"east.prod": 2}, nil, "east.prod")
 	checkSkipped(t, c, before, wantSkips)
 }
 
@@ -133,8 +131,9 @@ func want2(name string, addrs ...string) want {
 
 // waitByCluster waits until coredns_multicluster_endpoints has exactly the
 // series of endpoints, by cluster, and the last-change gauge those of
-// changed; it returns the last-change gauge's values.
-func waitByCluster(t *testing.T, c *harness.CoreDNS, endpoints map[string]float64, changed ...string) map[string]float64 {
+// changed, and also (unless nil) accepts those; it returns the last-change
+// gauge's values.
+func waitByCluster(t *testing.T, c *harness.CoreDNS, endpoints map[string]float64, also func(last map[string]float64) error, changed ...string) map[string]float64 {
 	t.Helper()
 	var last map[string]float64
 	harness.Eventually(t, 30*time.Second, func() error {
@@ -167,6 +166,9 @@ func waitByCluster(t *testing.T, c *harness.CoreDNS, endpoints map[string]float6
 			if _, ok := last[cl]; !ok {
 				return fmt.Errorf("%s by cluster: %v, want clusters %v", metricname.ClusterLastChange, last, changed)
 			}
+		}
+		if also != nil {
+			return also(last)
 		}
 		return nil
 	})
