@@ -222,14 +222,11 @@ func (c *config) startPlanes(ctx context.Context, fx fixture, names []string, ve
 		if err != nil {
 			return err
 		}
-		cls[k], err = newCluster(names[k], versions[k], env, fx)
+		if cls[k], err = newCluster(names[k], versions[k], env, fx); err == nil {
+			logf("control plane %s up at %s", names[k], env.APIServerURL())
+		}
 		return err
 	})
-	for _, cl := range cls {
-		if err == nil {
-			logf("control plane %s up at %s", cl.name, cl.env.APIServerURL())
-		}
-	}
 	return cls, err
 }
 
@@ -310,8 +307,7 @@ func (s *server) pprof(path string, d time.Duration) ([]byte, error) {
 	return data, err
 }
 
-// collectGarbage has the server run runtime.GC: pprof's heap profile with
-// gc=1 does.
+// collectGarbage has the server run runtime.GC, as pprof's heap?gc=1 does.
 func (s *server) collectGarbage() error {
 	_, err := s.pprof("/heap?gc=1", 60*time.Second)
 	return err
@@ -435,24 +431,18 @@ func (c *config) waitQuiet(ctx context.Context, within time.Duration) {
 // on its own: a start then took 16 to 21 s, and 9 s once it was idle
 // (2026-12-07).
 func (c *config) waitStart(ctx context.Context) {
-	if !planesIdle(ctx, time.Minute) {
-		logf("the control planes were still busy after a minute")
-	}
-	c.waitQuiet(ctx, c.quietWait)
-}
-
-// planesIdle waits, at most within, until etcd and kube-apiserver take at
-// most a tenth of a CPU over a second, and reports whether they did.
-func planesIdle(ctx context.Context, within time.Duration) bool {
-	for start := time.Now(); time.Since(start) < within && ctx.Err() == nil; {
+	for start := time.Now(); ctx.Err() == nil; {
 		planes, _ := harness.ChildrenNamed("etcd", "kube-apiserver")
 		sp := newSpan("", planes...)
 		time.Sleep(time.Second)
 		if _, _, own, ok := sp.end(); ok && own <= 0.1 {
-			return true
+			break
+		} else if time.Since(start) >= time.Minute {
+			logf("the control planes were still busy after a minute")
+			break
 		}
 	}
-	return false
+	c.waitQuiet(ctx, c.quietWait)
 }
 
 // parallel calls f(ctx, 0..n-1) from at most workers goroutines, and none

@@ -173,16 +173,12 @@ func (r *report) tables() []table {
 		every := tableOf("every run", r.results, runCols)
 		every.mdOnly = true
 		out = append(out, qps, tableOf("QPS per second of server CPU time (QPS / the server's CPU share during the run): median (lowest–highest); robust to other processes taking part of the server's CPU",
-			r.mixes, r.summaryCols(perCPUOf)), detail, every)
+			r.mixes, r.summaryCols(perfResult.PerCPU)), detail, every)
 	}
 	if len(r.footprints) > 0 {
 		out = append(out, tableOf("start-up and memory, one server at a time on its CPU (compare RssAnon and the Go heap: VmRSS counts the binary's pages in the page cache; others' CPU: the share of all CPUs that processes other than the bench, its control planes and the server took)",
 			r.footprints, footprintCols))
-		var pairs [][2]footprint
-		for i := 1; i < len(r.footprints); i += 2 {
-			pairs = append(pairs, [2]footprint{r.footprints[i-1], r.footprints[i]})
-		}
-		if len(pairs) > 0 {
+		if pairs := slices.Collect(slices.Chunk(r.footprints[:len(r.footprints)/2*2], 2)); len(pairs) > 0 {
 			out = append(out, tableOf("ours/stock, memory after settling", pairs, ratioCols))
 		}
 		out[len(out)-1].notes = r.loads
@@ -232,8 +228,7 @@ func median(v []float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func qpsOf(x perfResult) float64    { return x.QPS }
-func perCPUOf(x perfResult) float64 { return x.PerCPU() }
+func qpsOf(x perfResult) float64 { return x.QPS }
 
 type target struct {
 	ratio, want float64
@@ -391,12 +386,12 @@ var footprintCols = []column[footprint]{
 	{"Go live heap after dnsperf", func(f footprint) string { return mibBytes(f.Loaded.Live.Alloc) }},
 }
 
-func oursOver(h string, f func(footprint) float64) column[[2]footprint] {
-	return column[[2]footprint]{h, func(p [2]footprint) string { return div(f(p[1]), f(p[0])) }}
+func oursOver(h string, f func(footprint) float64) column[[]footprint] {
+	return column[[]footprint]{h, func(p []footprint) string { return div(f(p[1]), f(p[0])) }}
 }
 
-var ratioCols = []column[[2]footprint]{
-	{"imports", func(p [2]footprint) string { return fmt.Sprint(p[0].Imports) }},
+var ratioCols = []column[[]footprint]{
+	{"imports", func(p []footprint) string { return fmt.Sprint(p[0].Imports) }},
 	oursOver("RssAnon ours/stock", func(f footprint) float64 { return float64(f.Settled.Anon) }),
 	oursOver("Go heap in use ours/stock", func(f footprint) float64 { return float64(f.Settled.Heap.HeapInuse) }),
 	oursOver("Go live heap ours/stock", func(f footprint) float64 { return float64(f.Settled.Live.Alloc) }),
