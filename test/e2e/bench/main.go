@@ -12,7 +12,8 @@
 //
 // Files: main.go (the control planes, the servers and their readings),
 // fixture.go (the objects), dnsperf.go (the QPS rounds), scale.go (-scale,
-// propagation included), soak.go (-soak) and report.go (tables and charts).
+// propagation included), incluster.go (-in-cluster), soak.go (-soak) and
+// report.go (tables and charts).
 package main
 
 import (
@@ -49,7 +50,7 @@ type config struct {
 	serverCPU, loadCPU               string
 	clients, outstanding, queryLines int
 	seed                             uint64
-	qps, scale                       bool
+	qps, scale, inCluster            bool
 	scaleImports                     []int // increasing
 	propRate, propESRate, replicas   int
 	starts                           int
@@ -81,6 +82,7 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1645, "seed of the random query files")
 	flag.BoolVar(&c.qps, "qps", true, "measure QPS")
 	flag.BoolVar(&c.scale, "scale", false, "also measure memory (RSS, Go heap) and time to ready at each -scale-imports, and propagation latency at the largest")
+	flag.BoolVar(&c.inCluster, "in-cluster", false, "-scale measures, at each -scale-imports, only what stock's multicluster option and ours add to a server that also has `kubernetes cluster.local`, all four on stock's control plane (-stock-storage), -starts times in turn")
 	scaleImports := flag.String("scale-imports", "10000,100000", "comma-separated numbers of ClusterSetIP imports at which -scale measures memory and time to ready; propagation at the largest")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after ready before reading memory again (-scale)")
 	flag.DurationVar(&c.loadedFor, "loaded-for", 60*time.Second, "dnsperf A queries for this long at the largest number of imports, then read memory again (-scale; 0: not measured)")
@@ -91,7 +93,7 @@ func main() {
 	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
 	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
 	flag.DurationVar(&c.quietWait, "quiet-wait", 5*time.Second, "... but no longer than this")
-	flag.BoolVar(&c.pprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1")
+	flag.BoolVar(&c.pprof, "pprof", false, "add the pprof plugin to every server and save a CPU profile of each server's runs of round 1 (-in-cluster: of each server's writes)")
 	flag.StringVar(&c.stockStorage, "stock-storage", "v1alpha1", "storage version of the ServiceImport CRD in stock's control plane")
 	flag.IntVar(&c.soak, "soak", 0, "run the long churn alone instead: this many ServiceImport and EndpointSlice writes against one replica of ours, sampling its memory, goroutines and descriptors, then checking every answer (0: off)")
 	flag.IntVar(&c.soakServices, "soak-services", 3000, "services of -soak's working set (a multiple of 10), with two EndpointSlices each")
@@ -241,6 +243,7 @@ func stopPlanes(cls []*cluster) {
 type side struct {
 	name, label, bin, plugin string
 	cl                       *cluster
+	zones                    []string // the server block's keys; clusterset.local when nil
 }
 
 // sides are the floor, stock and ours. Ours runs as its least-privilege
@@ -254,9 +257,9 @@ func (c *config) sides(ctx context.Context, ours, stock *cluster) ([]side, error
 	if err := stock.env.WriteAdminKubeconfig(admin); err != nil {
 		return nil, err
 	}
-	return []side{{"floor", "floor: stock whoami", c.stock, "whoami", nil},
-		{"stock", "stock v1.15.0 kubernetes", c.stock, fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone), stock},
-		{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), ours}}, nil
+	return []side{{"floor", "floor: stock whoami", c.stock, "whoami", nil, nil},
+		{"stock", "stock v1.15.0 kubernetes", c.stock, fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone), stock, nil},
+		{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), ours, nil}}, nil
 }
 
 type server struct {
@@ -280,7 +283,7 @@ func (c *config) startServer(sd side, suffix string, metrics bool) (*server, err
 	// Not closed: the harness copies the server's output into it until the
 	// server ends; closed, the server's next line kills it with SIGPIPE.
 	s.CoreDNS, err = harness.StartCoreDNS(sd.bin, harness.CoreDNSOptions{
-		Plugins: sd.plugin, NoLog: true, Metrics: metrics, Pprof: c.pprof || metrics, ReadyWithin: 600 * time.Second,
+		Plugins: sd.plugin, Zones: sd.zones, NoLog: true, Metrics: metrics, Pprof: c.pprof || metrics, ReadyWithin: 600 * time.Second,
 		Wrap: []string{"taskset", "-c", c.serverCPU}, Env: []string{"GOMAXPROCS=1"}, Output: logFile,
 	})
 	if err != nil {

@@ -35,6 +35,7 @@ type report struct {
 	loads      []string
 	props      []propagation
 	replicas   []replicaStart
+	inCluster  []inCluster
 	soak       *soakRun
 }
 
@@ -194,6 +195,12 @@ func (r *report) tables() []table {
 	if len(r.replicas) > 0 {
 		out = append(out, tableOf("replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile",
 			r.replicas, replicaCols))
+	}
+	if len(r.inCluster) > 0 {
+		in := tableOf("in the cluster's own CoreDNS: what the MCS stanza adds to a server with `kubernetes cluster.local` (medians of the runs with it less those without; memory after settling; CPU from exec to ready, and while the propagation writes are sent, with no query)",
+			r.inCluster, inClusterCols)
+		in.notes = []string{"servers: " + strings.Join(inLabels[:], ", ") + ", one at a time on stock's control plane"}
+		out = append(out, in)
 	}
 	if r.soak != nil {
 		out = append(out, r.soakTables()...)

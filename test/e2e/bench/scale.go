@@ -51,10 +51,23 @@ type footprint struct {
 func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 	for n, size := range c.scaleImports {
 		largest, suffix := n == len(c.scaleImports)-1, fmt.Sprintf("-%d", size)
-		if err := scaleLoad(ctx, c, rep, size, sides); err != nil {
+		if err := scaleLoad(ctx, c, rep, size, sides[:cond(c.inCluster, 1, 2)]); err != nil {
 			return err
 		}
 		var churn mix
+		if c.inCluster {
+			var err error
+			if n == 0 {
+				_, err = prepareChurn(ctx, c, size, sides)
+			}
+			if err == nil {
+				err = measureInCluster(ctx, c, rep, sides[0], size)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if largest {
 			var err error
 			if churn, err = prepareChurn(ctx, c, size, sides); err != nil {
@@ -288,7 +301,10 @@ func prepareChurn(ctx context.Context, c config, size int, sides []side) (mix, e
 }
 
 func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []side) error {
-	added := size - min(sides[0].cl.loaded, sides[1].cl.loaded)
+	added := size - sides[0].cl.loaded
+	for _, sd := range sides {
+		added = max(added, size-sd.cl.loaded)
+	}
 	if added <= 0 {
 		return nil
 	}
@@ -298,7 +314,7 @@ func scaleLoad(ctx context.Context, c config, rep *report, size int, sides []sid
 	defer cancel()
 	start := time.Now()
 	logf("scale: adding %d ClusterSetIP imports to each control plane (32 clients each; at most %v)", added, within.Round(time.Minute))
-	if err := parallel(ctx, 2, 2, func(ctx context.Context, k int) error { return sides[k].cl.createImports(ctx, size) }); err != nil {
+	if err := parallel(ctx, len(sides), len(sides), func(ctx context.Context, k int) error { return sides[k].cl.createImports(ctx, size) }); err != nil {
 		return fmt.Errorf("loading %d imports: %w", size, err)
 	}
 	took := time.Since(start)
@@ -449,7 +465,7 @@ func measurePropagation(ctx context.Context, c config, cl *cluster, s *server, d
 // (10.150+4r and 10.152+4r for the r-th call on the cluster), so that each
 // write changes the answer.
 func propagationStreams(cl *cluster, rate, esRate int, d time.Duration) []writeStream {
-	r := cl.propRuns
+	r := cl.propRuns % 26 // 10.(150..252+3).x.x
 	cl.propRuns++
 	// importOf spreads the writes over namespaces and names, one per import.
 	importOf := func(k int) int { return cond(cl.loaded%7919 == 0, k, (k*7919)%cl.loaded) }

@@ -99,7 +99,7 @@ func runSoak(ctx context.Context, c config, rep *report) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.startServer(side{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), cl}, "-soak", true)
+	s, err := c.startServer(side{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), cl, nil}, "-soak", true)
 	if err != nil {
 		return err
 	}

@@ -221,3 +221,34 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestInClusterAdded: what a stanza adds is the median of the runs with it
+// less the median of the runs without, and the ratio cell compares ours'
+// with stock's against a "at most" target.
+func TestInClusterAdded(t *testing.T) {
+	runs := func(cpu ...float64) (out []inRun) {
+		for _, c := range cpu {
+			out = append(out, inRun{ReadyCPU: c})
+		}
+		return out
+	}
+	in := inCluster{Imports: 10, Runs: [4][]inRun{runs(0.1, 0.3, 0.2), runs(2.2, 1.2, 9), runs(0.2, 0.2, 0.5), runs(0.7, 1.2, 0.9)}}
+	cpu := func(r inRun) float64 { return r.ReadyCPU }
+	// stock: median 2.2 less 0.2; ours: 0.9 less 0.2.
+	if s, o := in.added(0, cpu), in.added(2, cpu); math.Abs(s-2.0) > 1e-9 || math.Abs(o-0.7) > 1e-9 {
+		t.Errorf("added: stock %v, ours %v; want 2.0 and 0.7", s, o)
+	}
+	cols := inAdded("CPU", "s", 0.5, cpu)
+	for i, want := range []string{"2.00 s", "0.70 s", "0.35 (target ≤0.5: met)"} {
+		if got := cols[i].f(in); got != want {
+			t.Errorf("column %q: %q, want %q", cols[i].h, got, want)
+		}
+	}
+	if got := inAdded("CPU", "s", 0.3, cpu)[2].f(in); got != "0.35 (target ≤0.3: MISSED)" {
+		t.Errorf("ratio cell against 0.3: %q", got)
+	}
+	in.Runs[1] = runs(0.2) // stock's stanza added nothing: no ratio
+	if got := cols[2].f(in); got != "-" {
+		t.Errorf("ratio cell with nothing added by stock: %q, want -", got)
+	}
+}
