@@ -21,11 +21,11 @@
 # the binaries are built; docs/benchmarks.md explains the method and shows a run.
 #
 # hack/bench.sh -qps=false -scale -in-cluster -stock-storage v1beta1 -starts 3
-# measures, at each -scale-imports, what the MCS stanza adds to a CoreDNS that
+# -prop-duration 10s measures, at each -scale-imports, what the MCS stanza adds to a CoreDNS that
 # also serves `kubernetes cluster.local` (the in-place install's layout):
 # stock's multicluster option against ours, each less the same binary without
 # it, all on stock's control plane; CPU to ready, memory, and CPU under the
-# -prop-rate writes. About 25 minutes at 10,000 and 100,000 imports.
+# -prop-rate and -prop-es-rate writes. About 13 minutes at 10,000 and 100,000 imports.
 #
 # hack/bench.sh -soak 1000000 runs the long churn instead (no QPS, no -scale):
 # one replica of ours on its own control plane while 16 writers make that many

@@ -251,3 +251,17 @@ func seedCorefiles(tb testing.TB) []string {
 	}
 	return out
 }
+
+// TestRemoveWordsQuotes: a cut that would leave a quote open is refused,
+// though the line alone still lexes to the words that should stay (an open
+// quote ends at the end of the input); a quoted zone is cut whole.
+func TestRemoveWordsQuotes(t *testing.T) {
+	lines := []string{`    multicluster other.local "p clusterset.local"clusterset.local`}
+	if err := removeWords(lines, 1, "clusterset.local."); err == nil || !isRefusal(err) {
+		t.Errorf("got %v and %q, want a refusal", err, lines[0])
+	}
+	lines = []string{"\tkubernetes cluster.local \"CLUSTERSET.local.\" x # clusterset.local\r"}
+	if err := removeWords(lines, 1, "clusterset.local."); err != nil || lines[0] != "\tkubernetes cluster.local x # clusterset.local\r" {
+		t.Errorf("got %v and %q", err, lines[0])
+	}
+}

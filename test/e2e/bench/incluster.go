@@ -55,6 +55,9 @@ func measureInCluster(ctx context.Context, c config, rep *report, sd side, size 
 	in := inCluster{Imports: size}
 	for round := range max(1, c.starts) {
 		for i, s := range servers {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			s.label, s.cl, s.zones = inLabels[i], sd.cl, []string{"cluster.local", zone}
 			c.waitStart(ctx)
 			r, err := inClusterRun(ctx, c, s, fmt.Sprintf("-%d-%d", size, round), i%2 == 1)
@@ -93,21 +96,26 @@ func inClusterRun(ctx context.Context, c config, sd side, suffix string, mcs boo
 	if err != nil {
 		return r, err
 	}
-	profile := make(chan []byte, 1) // with -pprof, the writes' CPU profile
+	type profiled struct {
+		data []byte
+		err  error
+	}
+	profile := make(chan profiled, 1) // with -pprof, the writes' CPU profile
 	if c.pprof {
 		go func() {
-			p, _ := s.pprof(fmt.Sprintf("/profile?seconds=%d", int(c.propDuration.Seconds())+2), c.propDuration+time.Minute)
-			profile <- p
+			p, err := s.pprof(fmt.Sprintf("/profile?seconds=%d", int(c.propDuration.Seconds())+2), c.propDuration+time.Minute)
+			profile <- profiled{p, err}
 		}()
 	}
 	streams := propagationStreams(sd.cl, c.propRate, c.propESRate, c.propDuration)
 	out := sendWrites(ctx, streams, &harness.AnswerWatcher{}) // never run: no query
 	time.Sleep(2 * time.Second)
+	cpu1, err := harness.CPUSeconds(s.PID()) // before the profile is encoded
 	if c.pprof {
-		err = os.WriteFile(filepath.Join(c.out, s.Name+"-writes.pprof"), <-profile, 0o644)
+		p := <-profile
+		err = cmp.Or(err, p.err, os.WriteFile(filepath.Join(c.out, s.Name+"-writes.pprof"), p.data, 0o644))
 	}
-	cpu1, cerr := harness.CPUSeconds(s.PID())
-	if err = cmp.Or(err, cerr); err != nil {
+	if err = cmp.Or(err, ctx.Err()); err != nil {
 		return r, err
 	}
 	if n := streams[0].n + cond(len(streams) > 1, streams[len(streams)-1].n, 0); len(out.errs) > n/100 {

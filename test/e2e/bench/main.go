@@ -88,7 +88,7 @@ func main() {
 	flag.DurationVar(&c.loadedFor, "loaded-for", 60*time.Second, "dnsperf A queries for this long at the largest number of imports, then read memory again (-scale; 0: not measured)")
 	flag.IntVar(&c.propRate, "prop-rate", 100, "ServiceImport writes per second for the propagation measurement (-scale)")
 	flag.IntVar(&c.propESRate, "prop-es-rate", 100, "EndpointSlice writes per second for the propagation measurement, beside the ServiceImport writes (-scale)")
-	flag.IntVar(&c.starts, "starts", 1, "at the largest -scale-imports, start stock and ours this many times in turn, each alone, read ours' imports as bytes in one LIST and one WatchList (the floors) as often, and give the medians (-scale)")
+	flag.IntVar(&c.starts, "starts", 1, "at the largest -scale-imports, start stock and ours this many times in turn, each alone, read ours' imports as bytes in one LIST and one WatchList (the floors) as often, and give the medians (-scale; with -in-cluster: rounds of its four servers at every size)")
 	flag.IntVar(&c.replicas, "replicas", 20, "replicas of each server started together at the largest -scale-imports, to measure the API server's load (0: none)")
 	flag.DurationVar(&c.propDuration, "prop-duration", 20*time.Second, "how long to write for the propagation measurement (-scale)")
 	flag.Float64Var(&c.quiet, "quiet", 0.2, "before each run, wait until others use at most this share of the servers' CPU ...")
@@ -197,6 +197,9 @@ func (c *config) prepare() error {
 			return fmt.Errorf("-ours and -stock must name binaries: %q: %v", *b, err)
 		}
 		*b, _ = filepath.Abs(*b)
+	}
+	if c.inCluster && !c.scale {
+		return errors.New("-in-cluster goes with -scale")
 	}
 	c.soakServices = max(20, c.soakServices/10*10)
 	c.soakWriters, c.soakEvery = max(1, min(c.soakWriters, c.soakServices)), max(1, c.soakEvery)
