@@ -280,11 +280,7 @@ func analyze(in, fqdn string) (*edit, error) {
 	}
 	res := &edit{out: in, zone: zone, block: strings.Join(b.raw, " "), reload: len(b.named("reload")) > 0}
 	for _, im := range imports {
-		var args []string
-		for _, t := range im[1:] {
-			args = append(args, t.text)
-		}
-		res.notes = append(res.notes, fmt.Sprintf("line %d: \"import %s\" is not followed; what it brings in is not checked", im[0].line, strings.Join(args, " ")))
+		res.notes = append(res.notes, fmt.Sprintf("line %d: \"import %s\" is not followed; what it brings in is not checked", im[0].line, strings.Join(texts(im[1:]), " ")))
 	}
 	// The plugin there already, for the zone (without arguments, the block's).
 	mcs := b.named("multicluster")
@@ -508,6 +504,7 @@ func split(line string) (code, comment string) {
 	return line, ""
 }
 
+// texts are the words of toks.
 func texts(toks []token) []string {
 	var out []string
 	for _, t := range toks {

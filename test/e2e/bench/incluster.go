@@ -37,28 +37,32 @@ type inRun struct {
 
 var inLabels = [4]string{"stock kubernetes", "stock kubernetes + multicluster option", "ours kubernetes", "ours kubernetes + multicluster"}
 
-// measureInCluster runs the four servers -starts times in turn.
-func measureInCluster(ctx context.Context, c config, rep *report, sd side, size int) error {
+// inClusterServers are the four servers, on sd's control plane.
+func inClusterServers(ctx context.Context, c config, sd side) ([4]side, error) {
 	id, err := sd.cl.env.PluginIdentity(ctx)
 	if err != nil {
-		return err
+		return [4]side{}, err
 	}
-	admin := filepath.Join(sd.cl.env.TempDir(), "admin.kubeconfig")
-	own := fmt.Sprintf("kubernetes cluster.local {\n\tkubeconfig %s\n}\n", admin)
+	admin := adminKubeconfig(sd.cl)
+	own := kubernetesBlock(admin, false, "cluster.local")
 	ours := strings.Replace(harness.MulticlusterBlock(id.Kubeconfig), "multicluster {", "multicluster "+zone+" {", 1) + own
-	servers := [4]side{
-		{name: "stock-k8s", bin: c.stock, plugin: own},
-		{name: "stock-k8s-mc", bin: c.stock, plugin: fmt.Sprintf("kubernetes cluster.local %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone)},
-		{name: "ours-k8s", bin: c.ours, plugin: own},
-		{name: "ours-k8s-mc", bin: c.ours, plugin: ours},
-	}
+	zones := []string{"cluster.local", zone}
+	return [4]side{
+		{"stock-k8s", inLabels[0], c.stock, own, sd.cl, zones},
+		{"stock-k8s-mc", inLabels[1], c.stock, kubernetesBlock(admin, true, "cluster.local", zone), sd.cl, zones},
+		{"ours-k8s", inLabels[2], c.ours, own, sd.cl, zones},
+		{"ours-k8s-mc", inLabels[3], c.ours, ours, sd.cl, zones},
+	}, nil
+}
+
+// measureInCluster runs the four servers -starts times in turn.
+func measureInCluster(ctx context.Context, c config, rep *report, servers [4]side, size int) error {
 	in := inCluster{Imports: size}
 	for round := range max(1, c.starts) {
 		for i, s := range servers {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			s.label, s.cl, s.zones = inLabels[i], sd.cl, []string{"cluster.local", zone}
 			c.waitStart(ctx)
 			r, err := inClusterRun(ctx, c, s, fmt.Sprintf("-%d-%d", size, round), i%2 == 1)
 			if err != nil {

@@ -256,13 +256,27 @@ func (c *config) sides(ctx context.Context, ours, stock *cluster) ([]side, error
 	if err != nil {
 		return nil, err
 	}
-	admin := filepath.Join(stock.env.TempDir(), "admin.kubeconfig")
+	admin := adminKubeconfig(stock)
 	if err := stock.env.WriteAdminKubeconfig(admin); err != nil {
 		return nil, err
 	}
 	return []side{{"floor", "floor: stock whoami", c.stock, "whoami", nil, nil},
-		{"stock", "stock v1.15.0 kubernetes", c.stock, fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n\tmulticluster %s\n}\n", zone, admin, zone), stock, nil},
+		{"stock", "stock v1.15.0 kubernetes", c.stock, kubernetesBlock(admin, true, zone), stock, nil},
 		{"ours", "ours multicluster", c.ours, harness.MulticlusterBlock(id.Kubeconfig), ours, nil}}, nil
+}
+
+// adminKubeconfig is where sides writes cl's admin kubeconfig, which stock's
+// kubernetes plugin reads.
+func adminKubeconfig(cl *cluster) string { return filepath.Join(cl.env.TempDir(), "admin.kubeconfig") }
+
+// kubernetesBlock is a kubernetes plugin block for zones that reads through
+// kubeconfig, with the multicluster option for clusterset.local if mcs.
+func kubernetesBlock(kubeconfig string, mcs bool, zones ...string) string {
+	b := fmt.Sprintf("kubernetes %s {\n\tkubeconfig %s\n", strings.Join(zones, " "), kubeconfig)
+	if mcs {
+		b += "\tmulticluster " + zone + "\n"
+	}
+	return b + "}\n"
 }
 
 type server struct {

@@ -49,6 +49,7 @@ type footprint struct {
 // propagation of API writes to its answers, then its replicas started
 // together.
 func runScale(ctx context.Context, c config, rep *report, sides []side) error {
+	var inServers [4]side // -in-cluster's, on stock's control plane
 	for n, size := range c.scaleImports {
 		largest, suffix := n == len(c.scaleImports)-1, fmt.Sprintf("-%d", size)
 		if err := scaleLoad(ctx, c, rep, size, sides[:cond(c.inCluster, 1, 2)]); err != nil {
@@ -58,10 +59,12 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 		if c.inCluster {
 			var err error
 			if n == 0 {
-				_, err = prepareChurn(ctx, c, size, sides)
+				if _, err = prepareChurn(ctx, c, size, sides[:1]); err == nil {
+					inServers, err = inClusterServers(ctx, c, sides[0])
+				}
 			}
 			if err == nil {
-				err = measureInCluster(ctx, c, rep, sides[0], size)
+				err = measureInCluster(ctx, c, rep, inServers, size)
 			}
 			if err != nil {
 				return err
@@ -282,8 +285,9 @@ func measureChurn(ctx context.Context, c config, rep *report, cl *cluster, s *se
 
 func prepareChurn(ctx context.Context, c config, size int, sides []side) (mix, error) {
 	if c.propESRate > 0 {
-		err := parallel(ctx, 2*16, 2*churnHeadless, func(ctx context.Context, i int) error {
-			return sides[i%2].cl.createHeadless(ctx, churnName(i/2), 1, func(int) []string { return []string{fmt.Sprintf("10.151.%d.%d", i/2>>8, i/2&255)} })
+		k := len(sides)
+		err := parallel(ctx, k*16, k*churnHeadless, func(ctx context.Context, i int) error {
+			return sides[i%k].cl.createHeadless(ctx, churnName(i/k), 1, func(int) []string { return []string{fmt.Sprintf("10.151.%d.%d", i/k>>8, i/k&255)} })
 		})
 		if err != nil {
 			return mix{}, fmt.Errorf("churn imports: %w", err)
