@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,6 +36,7 @@ type report struct {
 	footprints []footprint // stock's, then ours', at each number of imports
 	loads      []string
 	props      []propagation
+	starts     []startsRow
 	replicas   []replicaStart
 	inCluster  []inCluster
 	soak       *soakRun
@@ -141,7 +144,8 @@ func (r *report) write() error {
 	var text, md strings.Builder
 	fmt.Fprintf(&text, "\n== bench: %s, %.0fs\n   %s\n", r.started.Format(time.RFC3339), took, strings.Join(r.host, "\n   "))
 	tables := r.tables()
-	render(&text, tables, false)
+	sum := summary(tables)
+	render(&text, append([]table{sum}, tables...), false)
 	fmt.Print(text.String())
 	fmt.Fprintf(&md, "Run of %s (%.0f s in all) on this machine: %s; %s.\n", r.started.Format("2006-01-02 15:04 MST"), took, r.host[0], r.host[1])
 	render(&md, tables, true)
@@ -156,8 +160,106 @@ func (r *report) write() error {
 		}
 		fmt.Fprintf(&md, "\n![%s](%s)\n", strings.TrimSuffix(name, ".svg"), filepath.ToSlash(rel))
 	}
-	logf("results written to %s, charts %v to %s; logs, Corefiles and query files in %s", c.markdown, charts, c.charts, c.out)
-	return os.WriteFile(c.markdown, []byte(md.String()), 0o644)
+	var smd strings.Builder
+	render(&smd, []table{sum}, true)
+	logf("results written to %s (the summary to %s), charts %v to %s; logs, Corefiles and query files in %s", c.markdown, summaryPath(c.markdown), charts, c.charts, c.out)
+	return errors.Join(os.WriteFile(c.markdown, []byte(md.String()), 0o644), os.WriteFile(summaryPath(c.markdown), []byte(strings.TrimPrefix(smd.String(), "\n")), 0o644))
+}
+
+// summaryPath is where the summary goes beside the Markdown of the run.
+func summaryPath(markdown string) string { return strings.TrimSuffix(markdown, ".md") + "-summary.md" }
+
+// pick is a row of the summary: the cell under head (or the off-th column
+// after it, where heads repeat) in the table whose title or first sentence
+// starts with in, in the first row whose first cell starts with row ("": the
+// last row, "*": every row). With vs, the cell of that row too, and their
+// ratio; most and least, the target of a cell that does not say its own.
+type pick struct {
+	figure, in, row, head string
+	off                   int
+	vs                    string
+	most, least           float64
+}
+
+var summaryPicks = []pick{
+	{figure: "A queries per CPU-second, ours/stock", in: "QPS per second of server CPU", row: "A,", head: "ours/stock (of medians)"},
+	{figure: "`_http._tcp` SRV queries per CPU-second, ours/stock", in: "QPS per second of server CPU", row: "SRV", head: "ours/stock (of medians)"},
+	{figure: "headless A queries per CPU-second, ours/stock", in: "QPS per second of server CPU", row: "headless", head: "ours/stock (of medians)"},
+	{figure: "A queries per CPU-second, ours/whoami floor", in: "QPS per second of server CPU", row: "A,", head: "ours/floor (of medians)"},
+	{figure: "RssAnon after start-up, ours/stock", in: "ours/stock, memory", head: "RssAnon ours/stock", most: 0.4},
+	{figure: "RssAnon after dnsperf, ours/stock", in: "ours/stock, memory", head: "RssAnon after dnsperf ours/stock", most: 0.4},
+	{figure: "Go live heap, ours/stock", in: "ours/stock, memory", head: "Go live heap ours/stock"},
+	{figure: "time to ready, one start, ours/stock", in: "ours/stock, memory", head: "time to ready ours/stock", most: 0.5},
+	{figure: "time to ready, median of the starts, ours/stock", in: "time to ready at", row: "stock", head: "ours/this", most: 0.5},
+	{figure: "time to ready, median of the starts, ours/the WatchList floor", in: "time to ready at", row: "the WatchList", head: "ours/this", most: 1.2},
+	{figure: "time to ready, median of the starts, ours/the LIST floor", in: "time to ready at", row: "the LIST", head: "ours/this"},
+	{figure: "replicas started together: kube-apiserver CPU, ours/stock", in: "replicas started together", row: "ours", head: "kube-apiserver CPU", vs: "stock", most: 0.5},
+	{figure: "replicas started together: all ready, ours/stock", in: "replicas started together", row: "ours", head: "all ready in", vs: "stock"},
+	{figure: "A throughput while writing / alone, ours", in: "serving while", row: "ours", head: "while writing / alone", least: 0.9},
+	{figure: "A throughput while writing / alone, stock", in: "serving while", row: "stock", head: "while writing / alone"},
+	{figure: "write to answer p99, no queries, ours (ms)", in: "propagation at", row: "ours", head: "p99", most: 100},
+	{figure: "write to answer p99, no queries, stock (ms)", in: "propagation at", row: "stock", head: "p99"},
+	{figure: "in the cluster's own CoreDNS, CPU to ready the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "CPU to ready added, stock", off: 2},
+	{figure: "in the cluster's own CoreDNS, RssAnon the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "RssAnon added, stock", off: 2},
+	{figure: "in the cluster's own CoreDNS, Go live heap the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "Go live heap added, stock", off: 2},
+	{figure: "in the cluster's own CoreDNS, CPU under writes the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "CPU under writes added, stock", off: 2},
+	{figure: "long churn: Go live heap, end against first sample", in: "at the end against", row: "Go live heap", head: "change"},
+	{figure: "long churn: goroutines, end against first sample", in: "at the end against", row: "goroutines", head: "change"},
+	{figure: "long churn: open fds, end against first sample", in: "at the end against", row: "open fds", head: "change"},
+}
+
+// summary is the run's figures in one table, each picked from the tables
+// (summaryPicks); figures not measured are left out.
+func summary(tables []table) table {
+	sum := table{title: "summary", head: []string{"figure", "value"}}
+	for _, p := range summaryPicks {
+		i := slices.IndexFunc(tables, func(t table) bool { return strings.HasPrefix(t.title, p.in) || strings.HasPrefix(t.intro, p.in) })
+		if i < 0 {
+			continue
+		}
+		t := tables[i]
+		col := slices.Index(t.head, p.head) + p.off
+		find := func(prefix string) []string {
+			if k := slices.IndexFunc(t.rows, func(r []string) bool { return strings.HasPrefix(r[0], prefix) }); k >= 0 {
+				return t.rows[k]
+			}
+			return nil
+		}
+		var rows [][]string
+		switch {
+		case col < p.off || len(t.rows) == 0:
+		case p.row == "*":
+			rows = t.rows
+		case p.row == "":
+			rows = t.rows[len(t.rows)-1:]
+		case find(p.row) != nil:
+			rows = [][]string{find(p.row)}
+		}
+		for _, r := range rows {
+			v, figure := r[col], p.figure
+			if t.head[0] == "imports" {
+				figure += ", " + r[0] + " imports"
+			}
+			x := lead(v)
+			if vs := find(p.vs); p.vs != "" && vs != nil {
+				x /= lead(vs[col])
+				v = cond(math.IsNaN(x), "", fmt.Sprintf("%.2f (", x)) + v + " against " + vs[col] + cond(math.IsNaN(x), "", ")")
+			}
+			if (p.most > 0 || p.least > 0) && !strings.Contains(v, "target") && !math.IsNaN(x) {
+				v += cond(p.most > 0, fmt.Sprintf(" (target ≤%g: %s)", p.most, cond(x <= p.most, "met", "MISSED")),
+					fmt.Sprintf(" (target ≥%g: %s)", p.least, cond(x >= p.least, "met", "MISSED")))
+			}
+			sum.rows = append(sum.rows, []string{figure, v})
+		}
+	}
+	return sum
+}
+
+// lead is the number a cell starts with, NaN if none.
+func lead(cell string) float64 {
+	f, _, _ := strings.Cut(cell, " ")
+	x, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
+	return cond(err == nil, x, math.NaN())
 }
 
 // tables are the report's tables, in order; the table of every run is the
@@ -191,6 +293,10 @@ func (r *report) tables() []table {
 			out = append(out, tableOf("serving while the cluster changes: A queries (random over every import) from the same server alone and while the writes above are sent; dnsperf shares its CPU with the control planes, which serve the writes",
 				busy, churnCols))
 		}
+	}
+	if len(r.starts) > 0 {
+		out = append(out, tableOf(fmt.Sprintf("time to ready at %d imports, %d starts of each in turn, each once the control planes are idle; the floors read ours' imports as bytes, in one LIST and in one WatchList",
+			r.starts[0].Imports, r.cfg.starts), r.starts, startsCols))
 	}
 	if len(r.replicas) > 0 {
 		out = append(out, tableOf("replicas started together against one API server (each GOMAXPROCS=1, all on the servers' CPU): time until the last is ready, and the kube-apiserver's CPU time and VmRSS (sampled every 100 ms) meanwhile",

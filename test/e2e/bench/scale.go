@@ -94,12 +94,14 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 			}
 		}
 		if largest && c.starts > 1 {
-			said, err := alternatingStarts(ctx, c, sides, suffix)
+			rows, err := alternatingStarts(ctx, c, sides, size)
 			if err != nil {
 				return err
 			}
-			rep.loads = append(rep.loads, said)
-			logf("scale: %s", said)
+			rep.starts = rows
+			for _, r := range rows {
+				logf("scale: %s", line(r, startsCols))
+			}
 		}
 		// The replicas after both sides' single servers: a burst of replicas
 		// must not precede one side's measurements only.
@@ -118,45 +120,61 @@ func runScale(ctx context.Context, c config, rep *report, sides []side) error {
 	return ctx.Err()
 }
 
+// startsRow is a reader's times to ready over -starts rounds, a floor's with
+// kube-apiserver's CPU seconds, and ours' median (Ours) to compare with.
+type startsRow struct {
+	Label         string
+	Imports       int
+	Times, APICPU []float64
+	Ours          float64
+}
+
+var startsCols = []column[startsRow]{
+	{"reader", func(r startsRow) string { return r.Label }},
+	{"times to ready", func(r startsRow) string { return fmt.Sprintf("%.2f s", r.Times) }},
+	{"median", func(r startsRow) string { return fmt.Sprintf("%.2f s", median(r.Times)) }},
+	{"kube-apiserver CPU", func(r startsRow) string { return cond(r.APICPU == nil, "-", fmt.Sprintf("%.1f CPU-s", r.APICPU)) }},
+	{"ours/this", func(r startsRow) string { return div(r.Ours, median(r.Times)) }},
+}
+
 // alternatingStarts starts each side's server -starts times, in turn, each
-// once the control planes are idle, and says the times to ready and their
-// medians: one start at 100,000 imports varies up to twice from the next on
-// a 2-CPU machine. Each round also reads the floors on ours' control plane
-// (floorRead): its ServiceImports as bytes, in one LIST and in one WatchList.
-func alternatingStarts(ctx context.Context, c config, sides []side, suffix string) (string, error) {
-	ready := make([][]float64, len(sides))
-	floors := []string{"LIST", "WatchList"}
-	floor, floorCPU := make([][]float64, len(floors)), make([][]float64, len(floors))
-	ours := sides[len(sides)-1].cl
+// once the control planes are idle: one start at 100,000 imports varies up
+// to twice from the next on a 2-CPU machine. Each round also reads the
+// floors on ours' control plane (floorRead): its ServiceImports as bytes, in
+// one LIST and in one WatchList.
+func alternatingStarts(ctx context.Context, c config, sides []side, imports int) ([]startsRow, error) {
+	var rows []startsRow
+	for _, sd := range sides {
+		rows = append(rows, startsRow{Label: sd.name, Imports: imports})
+	}
+	rows = append(rows, startsRow{Label: "the LIST floor", Imports: imports, APICPU: []float64{}},
+		startsRow{Label: "the WatchList floor", Imports: imports, APICPU: []float64{}})
+	suffix := fmt.Sprintf("-%d-again", imports)
 	for range c.starts {
 		for i, sd := range sides {
 			c.waitStart(ctx)
-			s, err := c.startServer(sd, suffix+"-again", true)
+			s, err := c.startServer(sd, suffix, true)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			ready[i] = append(ready[i], s.ReadyIn.Seconds())
+			rows[i].Times = append(rows[i].Times, s.ReadyIn.Seconds())
 			s.Stop()
 		}
-		for i, way := range floors {
+		for i := len(sides); i < len(rows); i++ {
+			r := &rows[i]
 			c.waitStart(ctx)
-			took, cpu, err := floorRead(ctx, ours, way == "WatchList")
+			took, cpu, err := floorRead(ctx, sides[len(sides)-1].cl, strings.Contains(r.Label, "WatchList"))
 			if err != nil {
-				return "", fmt.Errorf("the floor, %s: %w", way, err)
+				return nil, fmt.Errorf("%s: %w", r.Label, err)
 			}
-			floor[i], floorCPU[i] = append(floor[i], took.Seconds()), append(floorCPU[i], cpu)
+			r.Times, r.APICPU = append(r.Times, took.Seconds()), append(r.APICPU, cpu)
 		}
 	}
-	said := fmt.Sprintf("time to ready, %d starts of each in turn:", c.starts)
-	for i, sd := range sides {
-		said += fmt.Sprintf(" %s %.2f s (median %.2f s);", sd.name, ready[i], median(ready[i]))
+	ours := median(rows[len(sides)-1].Times)
+	for i := range rows {
+		rows[i].Ours = ours
 	}
-	last := median(ready[len(sides)-1])
-	said += fmt.Sprintf(" %s/%s %.2f; the floor, ours' imports read as bytes:", sides[len(sides)-1].name, sides[0].name, last/median(ready[0]))
-	for i, way := range floors {
-		said += fmt.Sprintf(" %s %.2f s (median %.2f s, kube-apiserver %.1f CPU-s), ours/floor %.2f;", way, floor[i], median(floor[i]), floorCPU[i], last/median(floor[i]))
-	}
-	return said, nil
+	return rows, nil
 }
 
 // floorRead reads every ServiceImport of cl's version without decoding it,

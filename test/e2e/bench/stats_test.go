@@ -252,3 +252,76 @@ func TestInClusterAdded(t *testing.T) {
 		t.Errorf("ratio cell with nothing added by stock: %q, want -", got)
 	}
 }
+
+// The summary picks its figures from the tables the report renders; the
+// expected values are worked out by hand from the data below.
+func TestSummary(t *testing.T) {
+	ms := func(d ...time.Duration) latencies { return latencies(d) }
+	ready := func(label string, times ...float64) startsRow {
+		return startsRow{Label: label, Imports: 100000, Times: times, Ours: 5}
+	}
+	fp := func(server string, imports int, readyIn time.Duration, anon, live, loadedAnon int) footprint {
+		f := footprint{Server: server, Imports: imports, ReadyIn: readyIn, LoadedFor: time.Minute}
+		f.Settled.Anon, f.Settled.Live.Alloc, f.Loaded.Anon = anon<<10, int64(live)<<20, loadedAnon<<10
+		return f
+	}
+	in := inCluster{Imports: 10000}
+	for k, cpu := range []float64{0.1, 1.1, 0.1, 0.6} { // adds 1.0 for stock, 0.5 for ours
+		in.Runs[k] = []inRun{{ReadyCPU: cpu, WriteCPU: 2 * cpu}}
+	}
+	r := &report{
+		cfg: config{starts: 3},
+		mixes: []mix{{Key: "a", Label: "A, random over 2000 ClusterSetIP names", Floor: true},
+			{Key: "srv", Label: "SRV _http._tcp, random over 2000"}, {Key: "headless", Label: "headless A (3×40 endpoints)"}},
+		results: []perfResult{
+			{Server: "floor", Mix: "a", QPS: 100, ServerCPU: 1}, {Server: "stock", Mix: "a", QPS: 50, ServerCPU: 1}, {Server: "ours", Mix: "a", QPS: 90, ServerCPU: 1},
+			{Server: "stock", Mix: "srv", QPS: 40, ServerCPU: 1}, {Server: "ours", Mix: "srv", QPS: 80, ServerCPU: 1},
+			{Server: "stock", Mix: "headless", QPS: 10, ServerCPU: 1}, {Server: "ours", Mix: "headless", QPS: 35, ServerCPU: 1},
+		},
+		footprints: []footprint{fp("stock", 10000, time.Second, 20, 8, 0), fp("ours", 10000, time.Second, 20, 8, 0), // the last size's figures count
+			fp("stock", 100000, 8*time.Second, 200, 80, 250), fp("ours", 100000, 6*time.Second, 60, 32, 75)},
+		starts:   []startsRow{ready("stock", 8, 10, 9), ready("ours", 4, 5, 6), ready("the LIST floor", 4, 4, 4), ready("the WatchList floor", 5, 5, 5)},
+		replicas: []replicaStart{{Label: "stock", AllReady: 200 * time.Second, APICPU: 100}, {Label: "ours", AllReady: 150 * time.Second, APICPU: 40}},
+		props: []propagation{
+			{Label: "stock v1.15.0 kubernetes", Lat: map[string]latencies{"answer": ms(180 * time.Millisecond)}},
+			{Label: "stock v1.15.0 kubernetes, during dnsperf", Idle: perfResult{QPS: 100}, Busy: perfResult{QPS: 80}},
+			{Label: "ours multicluster", Lat: map[string]latencies{"answer": ms(20 * time.Millisecond)}},
+			{Label: "ours multicluster, during dnsperf", Idle: perfResult{QPS: 100}, Busy: perfResult{QPS: 85}},
+		},
+		inCluster: []inCluster{in},
+	}
+	want := [][]string{
+		{"A queries per CPU-second, ours/stock", "1.80 (target ≥1.5: met)"},
+		{"`_http._tcp` SRV queries per CPU-second, ours/stock", "2.00 (target ≥1.5: met)"},
+		{"headless A queries per CPU-second, ours/stock", "3.50 (target ≥3: met)"},
+		{"A queries per CPU-second, ours/whoami floor", "0.90 (target ≥0.85: met)"},
+		{"RssAnon after start-up, ours/stock, 100000 imports", "0.30 (target ≤0.4: met)"},
+		{"RssAnon after dnsperf, ours/stock, 100000 imports", "0.30 (target ≤0.4: met)"},
+		{"Go live heap, ours/stock, 100000 imports", "0.40"},
+		{"time to ready, one start, ours/stock, 100000 imports", "0.75 (target ≤0.5: MISSED)"},
+		{"time to ready, median of the starts, ours/stock", "0.56 (target ≤0.5: MISSED)"},
+		{"time to ready, median of the starts, ours/the WatchList floor", "1.00 (target ≤1.2: met)"},
+		{"time to ready, median of the starts, ours/the LIST floor", "1.25"},
+		{"replicas started together: kube-apiserver CPU, ours/stock", "0.40 (40.0 CPU-s against 100.0 CPU-s) (target ≤0.5: met)"},
+		{"replicas started together: all ready, ours/stock", "0.75 (150.0 s against 200.0 s)"},
+		{"A throughput while writing / alone, ours", "0.85 (target ≥0.9: MISSED)"},
+		{"A throughput while writing / alone, stock", "0.80"},
+		{"write to answer p99, no queries, ours (ms)", "20.0 ms (target ≤100: met)"},
+		{"write to answer p99, no queries, stock (ms)", "180.0 ms"},
+		{"in the cluster's own CoreDNS, CPU to ready the stanza adds, ours/stock, 10000 imports", "0.50 (target ≤0.5: met)"},
+		{"in the cluster's own CoreDNS, RssAnon the stanza adds, ours/stock, 10000 imports", "-"},
+		{"in the cluster's own CoreDNS, Go live heap the stanza adds, ours/stock, 10000 imports", "-"},
+		{"in the cluster's own CoreDNS, CPU under writes the stanza adds, ours/stock, 10000 imports", "0.50 (target ≤0.5: met)"},
+	}
+	got := summary(r.tables()).rows
+	for k := range max(len(got), len(want)) {
+		if k >= len(got) || k >= len(want) || !slices.Equal(got[k], want[k]) {
+			t.Errorf("row %d: got %q, want %q", k, at(got, k), at(want, k))
+		}
+	}
+	if rows := summary((&report{}).tables()).rows; len(rows) != 0 {
+		t.Errorf("nothing measured: got rows %q", rows)
+	}
+}
+
+func at(rows [][]string, k int) []string { return cond(k < len(rows), rows[k], nil) }
