@@ -203,9 +203,9 @@ var summaryPicks = []pick{
 	{figure: "in the cluster's own CoreDNS, RssAnon the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "RssAnon added, stock", off: 2},
 	{figure: "in the cluster's own CoreDNS, Go live heap the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "Go live heap added, stock", off: 2},
 	{figure: "in the cluster's own CoreDNS, CPU under writes the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "CPU under writes added, stock", off: 2},
-	{figure: "long churn: Go live heap, end against first sample", in: "at the end against", row: "Go live heap", head: "change"},
-	{figure: "long churn: goroutines, end against first sample", in: "at the end against", row: "goroutines", head: "change"},
-	{figure: "long churn: open fds, end against first sample", in: "at the end against", row: "open fds", head: "change"},
+	{figure: "long churn, Go live heap: at the end against the first sample after writes", in: "at the end against", row: "Go live heap", head: "change"},
+	{figure: "long churn, goroutines: at the end against the first sample after writes", in: "at the end against", row: "goroutines", head: "change"},
+	{figure: "long churn, open fds: at the end against the first sample after writes", in: "at the end against", row: "open fds", head: "change"},
 }
 
 // summary is the run's figures in one table, each picked from the tables
