@@ -11,11 +11,11 @@ import (
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
 
-// TestBenchDocs runs hack/bench-docs.sh over a page of its markers, running
-// one go test and no benchmark: each block is filled from its command's
-// newest output, the summaries of several runs make one table, a block
-// whose command never ran stays as it was, and a page with a block that has
-// no end is left as it was.
+// TestBenchDocs runs hack/bench-docs.sh over pages of its markers, running
+// go tests and no benchmark: each block is filled from its command's newest
+// output, the summaries of several runs make one table, and a block whose
+// command never ran stays as it was; a page it cannot fill safely, or a
+// command that fails, leaves the page as it was.
 func TestBenchDocs(t *testing.T) {
 	repo, err := harness.RepoRoot()
 	if err != nil {
@@ -70,14 +70,32 @@ func TestBenchDocs(t *testing.T) {
 		t.Errorf("the go test block and after:\n%s\nwant it to match %s", goBlock, goWant)
 	}
 
-	broken := "<!-- bench main: -scale -->\nold main\n"
-	if err := os.WriteFile(page, []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
+	// A page or an output that cannot be filled safely stops it before any
+	// command runs; a command that fails stops it, its block as it was.
+	for _, tc := range []struct{ why, page string }{
+		{"a block without its end", "<!-- bench main: -scale -->\nold main\n"},
+		{"a block without its end before another", "<!-- bench main: -scale -->\nold main\n\nprose\n<!-- bench soak: -soak 5 -->\nold soak\n<!-- end -->\n"},
+		{"two runs of one name", "<!-- bench main: -scale -->\nold\n<!-- end -->\n<!-- bench main: -soak 5 -->\nold\n<!-- end -->\n"},
+		{"an output that reads as a marker", "<!-- bench marker: -scale -->\nold\n<!-- end -->\n"},
+		{"a go test that fails", "<!-- go test: -run XXX -bench . ./no-such-package -->\nold go\n<!-- end -->\n"},
+	} {
+		if err := os.WriteFile(filepath.Join(store, "marker.md"), []byte("text\n<!-- end -->\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(page, []byte(tc.page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := docs("go"); err == nil {
+			t.Errorf("%s: hack/bench-docs.sh succeeded", tc.why)
+		}
+		if got, err := os.ReadFile(page); err != nil || string(got) != tc.page {
+			t.Errorf("%s: the page became %q (%v), want it as it was", tc.why, got, err)
+		}
 	}
-	if err := docs("none"); err == nil {
-		t.Error("a block without its end: hack/bench-docs.sh succeeded")
+	if left, _ := filepath.Glob(filepath.Join(dir, ".bench-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
-	if got, err := os.ReadFile(page); err != nil || string(got) != broken {
-		t.Errorf("a block without its end: the page became %q (%v), want it as it was", got, err)
+	if goOut, _ := filepath.Glob(filepath.Join(store, "go-*")); len(goOut) != 1 {
+		t.Errorf("the store's go test outputs: %v, want the one that succeeded", goOut)
 	}
 }

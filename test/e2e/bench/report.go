@@ -173,11 +173,12 @@ func summaryPath(markdown string) string { return strings.TrimSuffix(markdown, "
 // after it, where heads repeat) in the table whose title or first sentence
 // starts with in, in the first row whose first cell starts with row ("": the
 // last row, "*": every row). With vs, the cell of that row too, and their
-// ratio; most and least, the target of a cell that does not say its own.
+// ratio; with, the cell under that head too, in brackets; most and least,
+// the target of a cell that does not say its own.
 type pick struct {
 	figure, in, row, head string
 	off                   int
-	vs                    string
+	vs, with              string
 	most, least           float64
 }
 
@@ -203,9 +204,10 @@ var summaryPicks = []pick{
 	{figure: "in the cluster's own CoreDNS, RssAnon the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "RssAnon added, stock", off: 2},
 	{figure: "in the cluster's own CoreDNS, Go live heap the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "Go live heap added, stock", off: 2},
 	{figure: "in the cluster's own CoreDNS, CPU under writes the stanza adds, ours/stock", in: "in the cluster's own", row: "*", head: "CPU under writes added, stock", off: 2},
-	{figure: "long churn, Go live heap: at the end against the first sample after writes", in: "at the end against", row: "Go live heap", head: "change"},
-	{figure: "long churn, goroutines: at the end against the first sample after writes", in: "at the end against", row: "goroutines", head: "change"},
-	{figure: "long churn, open fds: at the end against the first sample after writes", in: "at the end against", row: "open fds", head: "change"},
+	{figure: "long churn, RssAnon: at the end against the first sample after writes", in: "at the end against", row: "RssAnon", head: "change", with: "verdict"},
+	{figure: "long churn, Go live heap: at the end against the first sample after writes", in: "at the end against", row: "Go live heap", head: "change", with: "verdict"},
+	{figure: "long churn, goroutines: at the end against the first sample after writes", in: "at the end against", row: "goroutines", head: "change", with: "verdict"},
+	{figure: "long churn, open fds: at the end against the first sample after writes", in: "at the end against", row: "open fds", head: "change", with: "verdict"},
 }
 
 // summary is the run's figures in one table, each picked from the tables
@@ -241,11 +243,18 @@ func summary(tables []table) table {
 				figure += ", " + r[0] + " imports"
 			}
 			x := lead(v)
-			if vs := find(p.vs); p.vs != "" && vs != nil {
+			if vs := find(p.vs); p.vs != "" {
+				if vs == nil {
+					continue // nothing to compare with: no ratio, no target
+				}
 				x /= lead(vs[col])
-				v = cond(math.IsNaN(x), "", fmt.Sprintf("%.2f (", x)) + v + " against " + vs[col] + cond(math.IsNaN(x), "", ")")
+				known := !math.IsNaN(x) && !math.IsInf(x, 0)
+				v = cond(known, fmt.Sprintf("%.2f (", x), "") + v + " against " + vs[col] + cond(known, ")", "")
 			}
-			if (p.most > 0 || p.least > 0) && !strings.Contains(v, "target") && !math.IsNaN(x) {
+			if with := slices.Index(t.head, p.with); p.with != "" && with >= 0 {
+				v += " (" + r[with] + ")"
+			}
+			if (p.most > 0 || p.least > 0) && !strings.Contains(v, "target") && !math.IsNaN(x) && !math.IsInf(x, 0) {
 				v += cond(p.most > 0, fmt.Sprintf(" (target ≤%g: %s)", p.most, cond(x <= p.most, "met", "MISSED")),
 					fmt.Sprintf(" (target ≥%g: %s)", p.least, cond(x >= p.least, "met", "MISSED")))
 			}

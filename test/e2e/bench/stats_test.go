@@ -289,6 +289,8 @@ func TestSummary(t *testing.T) {
 			{Label: "ours multicluster, during dnsperf", Idle: perfResult{QPS: 100}, Busy: perfResult{QPS: 85}},
 		},
 		inCluster: []inCluster{in},
+		soak: &soakRun{samples: []soakSample{{}, {Updates: 1000, Values: [6]float64{80, 30, 22, 14, 52, 18}},
+			{Updates: 2000, Values: [6]float64{84, 33.6, 22, 14.35, 52, 18}}}},
 	}
 	want := [][]string{
 		{"A queries per CPU-second, ours/stock", "1.80 (target ≥1.5: met)"},
@@ -312,6 +314,10 @@ func TestSummary(t *testing.T) {
 		{"in the cluster's own CoreDNS, RssAnon the stanza adds, ours/stock, 10000 imports", "-"},
 		{"in the cluster's own CoreDNS, Go live heap the stanza adds, ours/stock, 10000 imports", "-"},
 		{"in the cluster's own CoreDNS, CPU under writes the stanza adds, ours/stock, 10000 imports", "0.50 (target ≤0.5: met)"},
+		{"long churn, RssAnon: at the end against the first sample after writes", "+12.0% (FAIL)"},
+		{"long churn, Go live heap: at the end against the first sample after writes", "+2.5% (PASS)"},
+		{"long churn, goroutines: at the end against the first sample after writes", "+0.0% (PASS)"},
+		{"long churn, open fds: at the end against the first sample after writes", "+0.0% (PASS)"},
 	}
 	got := summary(r.tables()).rows
 	for k := range max(len(got), len(want)) {
@@ -321,6 +327,19 @@ func TestSummary(t *testing.T) {
 	}
 	if rows := summary((&report{}).tables()).rows; len(rows) != 0 {
 		t.Errorf("nothing measured: got rows %q", rows)
+	}
+	// A ratio over nothing is no ratio and meets no target; without the
+	// row to compare with, there is no figure.
+	zero := []replicaStart{{Label: "stock"}, {Label: "ours", AllReady: 150 * time.Second, APICPU: 40}}
+	want = [][]string{
+		{"replicas started together: kube-apiserver CPU, ours/stock", "40.0 CPU-s against 0.0 CPU-s"},
+		{"replicas started together: all ready, ours/stock", "150.0 s against 0.0 s"},
+	}
+	for _, replicas := range [][]replicaStart{zero, zero[1:]} {
+		got := summary((&report{replicas: replicas}).tables()).rows
+		if want := want[:cond(len(replicas) == 2, 2, 0)]; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("replicas %v: got %q, want %q", replicas, got, want)
+		}
 	}
 }
 
