@@ -29,7 +29,22 @@ store=${BENCH_DOCS_STORE:-$top/.cache/bench/docs}
 mkdir -p "$store"
 only=" $* "
 want() { [ "$only" = "  " ] || [[ $only == *" $1 "* ]]; }
-key() { printf '%s' "$1" | md5sum | cut -c1-12; }
+# specOf is a marker's command: what stands between "<!-- " and " -->".
+specOf() {
+	local s=${1#<!-- }
+	s=${s%-->}
+	printf '%s' "${s% }"
+}
+# stored is where the newest output of a bench or go test command is kept.
+stored() {
+	case $1 in
+	bench\ *)
+		local name=${1#bench }
+		printf '%s/%s.md' "$store" "${name%%:*}"
+		;;
+	go\ test:*) printf '%s/go-%s.md' "$store" "$(printf '%s' "$1" | md5sum | cut -c1-12)" ;;
+	esac
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f "$dir"/.bench-*' EXIT
 markers=$(grep -E '^<!-- (bench [a-z0-9-]+|summary|go test):.*-->$' "$page" || true)
@@ -43,16 +58,9 @@ fi
 fill() {
 	: >"$tmp/map"
 	while IFS= read -r m; do
-		spec=${m#<!-- }
-		spec=${spec%-->}
-		spec=${spec% }
-		file=
+		spec=$(specOf "$m")
+		file=$(stored "$spec")
 		case $spec in
-		bench\ *)
-			name=${spec#bench }
-			file=$store/${name%%:*}.md
-			;;
-		go\ test:*) file=$store/go-$(key "$spec").md ;;
 		summary:*)
 			file=$(mktemp -p "$tmp" summary-XXXX)
 			first=1
@@ -91,20 +99,17 @@ fill() {
 
 fill # a page that cannot be filled stops it before any command runs
 while IFS= read -r m; do
-	spec=${m#<!-- }
-	spec=${spec%-->}
-	spec=${spec% }
+	spec=$(specOf "$m")
 	read -ra args <<<"${spec#*:}"
 	case $spec in
 	bench\ *)
-		name=${spec#bench }
-		name=${name%%:*}
+		name=$(basename "$(stored "$spec")" .md)
 		want "$name" || continue
 		echo "bench-docs: $name: hack/bench.sh ${args[*]}"
 		# The Markdown beside the page, so that its charts' links hold there.
 		hack/bench.sh "${args[@]}" -markdown "$dir/.bench-$name.md" </dev/null
 		mv "$dir/.bench-$name-summary.md" "$store/$name-summary.md"
-		mv "$dir/.bench-$name.md" "$store/$name.md"
+		mv "$dir/.bench-$name.md" "$(stored "$spec")"
 		;;
 	go\ test:*)
 		want go || continue
@@ -122,7 +127,7 @@ while IFS= read -r m; do
 				printf "`go test %s` at %s, %s, on %s:\n\n", ENVIRON["ARGS"], ENVIRON["REV"], ENVIRON["DATE"], cpu
 				printf "| package | benchmark | iterations | figures |\n|---|---|---|---|\n%s", rows
 			}' >"$tmp/go.md"
-		mv "$tmp/go.md" "$store/go-$(key "$spec").md"
+		mv "$tmp/go.md" "$(stored "$spec")"
 		;;
 	*) continue ;;
 	esac
