@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -46,10 +48,11 @@ const throttleSlack = 50 * time.Millisecond
 // concurrency is 150 here: nominalConcurrencyShares 1 of 248 is
 // ceil(150/248) = 1), which neither lends nor borrows, with one queue of at
 // most 10 requests, and rejects what does not fit with a 429. 20 replicas
-// of ours start at once: every one becomes ready and answers right, the
-// audit log shows 429s to them, and after each 429 the replica's next
-// request for the same objects comes no sooner than the Retry-After the API
-// server sent with it. A replica that was serving before the storm answers
+// of ours start at once, into that level while it is still a jail of no
+// seat, until each has had a 429 or is ready: every one becomes ready and answers
+// right, the audit log shows 429s to them, and after each 429 the replica's
+// next request for the same objects comes no sooner than the Retry-After
+// the API server sent with it. A replica that was serving before the storm answers
 // every lookup throughout. The same storm of 20 stock CoreDNS replicas (its
 // kubernetes plugin with `multicluster`, with the official coredns chart's
 // rules) gives the requests per replica until ready to compare with.
@@ -110,24 +113,17 @@ func pluginRole(t *testing.T) *rbacv1.ClusterRole {
 	return role
 }
 
-// throttleLevel creates a priority level with one seat (of a total
-// concurrency of 150), which neither lends nor borrows and limits as limit
-// says, and a FlowSchema that puts users in it, and waits until the API
-// server classifies users[0]'s requests there.
-func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.LimitResponse, users []*harness.Identity) {
+// throttleLevel creates a priority level with shares seats (of a total
+// concurrency of 150; 0 is a jail, where every request is rejected), which
+// neither lends nor borrows and limits as limit says, and a FlowSchema that
+// puts users in it, and waits until the API server classifies users[0]'s
+// requests there. It returns the level.
+func throttleLevel(t *testing.T, r *migRig, name string, shares int32, limit flowcontrolv1.LimitResponse, users []*harness.Identity) *flowcontrolv1.PriorityLevelConfiguration {
 	t.Helper()
 	fc := r.Env.Clientset.FlowcontrolV1()
 	pl, err := fc.PriorityLevelConfigurations().Create(r.Ctx, &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: ptr.To[int32](1),
-				LendablePercent:          ptr.To[int32](0),
-				BorrowingLimitPercent:    ptr.To[int32](0),
-				LimitResponse:            limit,
-			},
-		},
+		Spec:       throttleSpec(shares, limit),
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +164,25 @@ func throttleLevel(t *testing.T, r *migRig, name string, limit flowcontrolv1.Lim
 		}
 		return nil
 	})
+	return pl
 }
+
+// throttleSpec is a limited priority level of shares seats that neither
+// lends nor borrows.
+func throttleSpec(shares int32, limit flowcontrolv1.LimitResponse) flowcontrolv1.PriorityLevelConfigurationSpec {
+	return flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited,
+		Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+			NominalConcurrencyShares: ptr.To(shares),
+			LendablePercent:          ptr.To[int32](0),
+			BorrowingLimitPercent:    ptr.To[int32](0),
+			LimitResponse:            limit,
+		},
+	}
+}
+
+// throttleReject rejects what finds no free seat, at once.
+var throttleReject = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
 
 // throttleQueue is how the storms' priority level limits: one queue of at
 // most 10 requests waits for the seat, and what does not fit is rejected.
@@ -233,7 +247,7 @@ func throttleIdentities(t *testing.T, r *migRig, what string, n int, role *rbacv
 func throttleCalibrate(t *testing.T, r *migRig) []int64 {
 	t.Helper()
 	id := throttleIdentities(t, r, "calibrate", 1, pluginRole(t))[0]
-	throttleLevel(t, r, "throttle-calibrate", flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}, []*harness.Identity{id})
+	throttleLevel(t, r, "throttle-calibrate", 1, throttleReject, []*harness.Identity{id})
 	client := throttleClient(t, id)
 	sent := map[types.UID]int64{} // Retry-After of each 429, by Audit-Id
 	var mu sync.Mutex
@@ -368,31 +382,46 @@ type throttleResult struct {
 	violations []string
 }
 
-// throttleStorm provisions throttleReplicas identities bound to role, puts
-// them in a throttled priority level of their own, starts a replica of bin
-// as each at once (plugins is the server block's body for a kubeconfig),
-// waits until every one is ready and answers right, reads the audit log,
-// and stops them.
+// throttleStorm provisions throttleReplicas identities bound to role and
+// puts them in a priority level of their own that starts as a jail (no
+// seat: a request gets a 429 while another of the level executes). It
+// starts a replica of bin as each at once (plugins is the server block's
+// body for a kubeconfig), and once every replica has had a 429 or is ready
+// opens the level to one seat and a queue of 10 (throttleOpen). It waits until every replica is ready and answers right, reads the
+// audit log, and stops them. Without the jail, the starts spread out on a
+// busy machine: in a full run of hack/test.sh, 20 of ours fitted in one
+// seat and a queue of 10 and got no 429.
 func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.ClusterRole, plugins func(kubeconfig string) string) *throttleResult {
 	t.Helper()
 	ids := throttleIdentities(t, r, what, throttleReplicas, role)
-	throttleLevel(t, r, "throttle-"+what, throttleQueue, ids)
+	// The probe that finds the level in force gets 429s in it too.
+	probe := throttleIdentities(t, r, what+"-probe", 1, role)[0]
+	jailed := time.Now()
+	pl := throttleLevel(t, r, "throttle-"+what, 0, throttleReject, append([]*harness.Identity{probe}, ids...))
 	start := time.Now()
 	replicas := make([]*harness.CoreDNS, len(ids))
 	errs := make([]error, len(ids))
+	done := make([]atomic.Bool, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
+			// Retry-After doubles while the jail rejects 20 replicas' retries:
+			// up to 16s was seen.
 			replicas[i], errs[i] = harness.TryRunCoreDNS(t, bin, harness.CoreDNSOptions{
 				Plugins:     plugins(id.Kubeconfig),
-				ReadyWithin: 90 * time.Second,
+				ReadyWithin: 3 * time.Minute,
 			})
+			done[i].Store(true)
 			if errs[i] != nil { // its output repeats "not ready" a hundred times a second
 				errs[i] = fmt.Errorf("%s: %s", id.Name, harness.Abridge(errs[i].Error(), 40, 20))
 			}
 		})
 	}
+	opened := throttleOpen(r, pl, ids, done, start)
 	wg.Wait()
+	if opened != nil {
+		t.Fatalf("%s: %v", what, opened)
+	}
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("%s: not every replica became ready: %v", what, err)
 	}
@@ -402,7 +431,7 @@ func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.Clust
 			t.Errorf("%s: %s answers wrong once ready: %v", what, ids[i].Name, err)
 		}
 	}
-	res := throttleAudit(t, r, what, ids, replicas, start)
+	res := throttleAudit(t, r, what, ids, probe, replicas, jailed, start)
 	// Stopped now, so that the next storm has the CPU to itself; at once,
 	// for each may take a second.
 	for _, c := range replicas {
@@ -414,6 +443,36 @@ func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.Clust
 	}
 	wg.Wait()
 	return res
+}
+
+// throttleOpen waits until each of ids has had a 429 since start or is
+// done starting, and then gives pl one seat and throttleQueue; also when the
+// wait fails, so that the replicas can finish starting. A jail lets a
+// request through when no other of its level is executing (kube-apiserver's
+// queueSet.canAccommodateSeatsLocked), so a replica may pass it unrejected.
+func throttleOpen(r *migRig, pl *flowcontrolv1.PriorityLevelConfiguration, ids []*harness.Identity, done []atomic.Bool, start time.Time) error {
+	waiting := ids
+	err := harness.Poll(60*time.Second, func() error {
+		var still []*harness.Identity
+		for i, id := range waiting {
+			evs, err := r.Env.AuditEvents(id.Name, start)
+			if err != nil {
+				return err
+			}
+			if len(throttled(evs)) == 0 && !done[slices.Index(ids, id)].Load() {
+				still = append(still, waiting[i])
+			}
+		}
+		if waiting = still; len(still) > 0 {
+			return fmt.Errorf("%d replicas have had no 429 in the jail and are not ready, %s among them", len(still), still[0].Name)
+		}
+		return nil
+	})
+	patch, perr := json.Marshal(map[string]any{"spec": throttleSpec(1, throttleQueue)})
+	if perr == nil {
+		_, perr = r.Env.Clientset.FlowcontrolV1().PriorityLevelConfigurations().Patch(r.Ctx, pl.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	return errors.Join(err, perr)
 }
 
 // throttleAnswers asks c once for every name the prober expects one answer
@@ -442,8 +501,10 @@ func throttleAnswers(r *migRig, c *harness.CoreDNS) error {
 
 // throttleAudit reads each replica's requests since start from the audit
 // log: how many until it was ready, how many of them 429s, and how long
-// after each 429 it asked for the same objects again.
-func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity, replicas []*harness.CoreDNS, start time.Time) *throttleResult {
+// after each 429 it asked for the same objects again. The probe's 429s
+// since jailed are replayed with theirs, for they count towards the
+// Retry-After the replicas got.
+func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity, probe *harness.Identity, replicas []*harness.CoreDNS, jailed, start time.Time) *throttleResult {
 	t.Helper()
 	res := &throttleResult{what: what, minGap: -1}
 	perUser := make([][]auditv1.Event, len(ids))
@@ -459,10 +520,17 @@ func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity
 		perUser[i] = evs
 		all = append(all, evs...)
 	}
-	// Every 429 of the priority level is one of these replicas'.
-	rejected := throttled(all)
-	res.total429 = len(rejected)
-	res.asked = apfRetryAfters(t, rejected)
+	// Every 429 of the priority level is one of these replicas' or the
+	// probe's.
+	probed, err := r.Env.AuditEvents(probe.Name, jailed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.total429 = len(throttled(all))
+	res.asked = apfRetryAfters(t, throttled(append(all, probed...)))
+	for _, ev := range probed {
+		delete(res.asked, ev.AuditID)
+	}
 	for i, id := range ids {
 		c := replicas[i]
 		ready := c.Started.Add(c.ReadyIn)
