@@ -57,6 +57,14 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// maxZoneLen is the longest forward zone, with its final dot: the longest
+// name before it, _<port>._sctp.<svc>.<ns>.svc. with labels of 63
+// characters (an import's port name may be that long), and the zone then
+// fit in 254 characters, 255 octets. Endpoint names, which hold a cluster
+// ID of up to 63 characters beside those labels, are checked one by one
+// (cache.fitNames).
+const maxZoneLen = 254 - len("_._sctp...svc.") - 3*63
+
 // parse reads one multicluster block. Every error names the Corefile line.
 func parse(c *caddy.Controller) (*Multicluster, error) {
 	m := &Multicluster{TTL: defaultTTL, startupTimeout: defaultStartupTimeout}
@@ -67,6 +75,11 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		}
 		seen = true
 		m.setZones(plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys))
+		for _, z := range m.forward {
+			if len(z) > maxZoneLen {
+				return nil, c.Errf("zone %s is %d characters long: at most %d, so that every name answered in it fits in 255 octets", z, len(z), maxZoneLen)
+			}
+		}
 		for c.NextBlock() {
 			if err := m.option(c); err != nil {
 				return nil, err

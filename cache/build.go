@@ -277,6 +277,41 @@ func normalize(im *Import, viewSlices []*Slice, local, zone string, proven func(
 	return n, len(n.endpoints) > 0
 }
 
+// fitNames leaves out of ss, a headless import's slices, the endpoints whose
+// names (<host>.<cluster>.<svc>.<ns>.svc.<zone>) would pass DNS's limit of
+// 255 octets in the longest of zones: a cluster ID, a label's value, may
+// be 63 characters with dots, beside a hostname, a service and a namespace
+// of 63 each. A resolver refuses a reply that holds such a name whole. It
+// returns the slices to answer from (ss itself when none lost any), with
+// copies of those that lost endpoints, and the slices that lost some.
+func fitNames(im *Import, ss []*Slice, zones []string) (fit, cut []*Slice) {
+	longest := 0
+	for _, z := range zones {
+		longest = max(longest, len(z))
+	}
+	// A name of 255 octets is 254 characters with its final dot.
+	room := 254 - len(".") - len(ServiceName(im.Name, im.Namespace, "")) - longest
+	for i, s := range ss {
+		long := func(e Endpoint) bool { return len(e.Host)+len(".")+len(s.Cluster) > room }
+		switch {
+		case !slices.ContainsFunc(s.Endpoints, long):
+			if cut != nil {
+				fit = append(fit, s)
+			}
+			continue
+		case cut == nil:
+			fit = slices.Clone(ss[:i])
+		}
+		short := *s
+		short.Endpoints = slices.DeleteFunc(slices.Clone(s.Endpoints), long)
+		fit, cut = append(fit, &short), append(cut, s)
+	}
+	if cut == nil {
+		return ss, nil
+	}
+	return fit, cut
+}
+
 func (n normalized) equal(o normalized) bool {
 	return n.headless == o.headless && slices.Equal(n.ips, o.ips) && slices.Equal(n.ports, o.ports) &&
 		slices.EqualFunc(n.endpoints, o.endpoints, func(a, b namedAddrs) bool {

@@ -3,6 +3,7 @@ package cache
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -94,5 +95,30 @@ func BenchmarkBuildHeadless(b *testing.B) {
 	for b.Loop() {
 		n, _ := normalize(im, ss, "", "", nil)
 		build(im, n, []string{"clusterset.local."}, 5, 0)
+	}
+}
+
+// fitNames keeps the slices in order, copies only the ones that lose an
+// endpoint, and hands back its input when none does. The room is worked out
+// by hand: 254 characters with the final dot, less ".", "svc.ns.svc." (11)
+// and "clusterset.local." (17), is 225 for "<host>.<cluster>".
+func TestFitNames(t *testing.T) {
+	im := &Import{Meta: Meta{Name: "svc", Namespace: "ns"}, Headless: true}
+	zones := []string{"clusterset.local.", "short."}
+	cluster := strings.Repeat("c", 63) + "." + strings.Repeat("d", 63) // 127
+	fits := Endpoint{Host: strings.Repeat("h", 225-128)}               // 97 + 1 + 127 = 225
+	long := Endpoint{Host: strings.Repeat("h", 225-127)}
+	a := &Slice{Meta: Meta{Name: "a"}, Cluster: cluster, Endpoints: []Endpoint{fits}}
+	b := &Slice{Meta: Meta{Name: "b"}, Cluster: cluster, Endpoints: []Endpoint{long, fits}}
+	c := &Slice{Meta: Meta{Name: "c"}, Cluster: "west", Endpoints: []Endpoint{{Host: "x"}}}
+	ss := []*Slice{a, b, c}
+	fit, cut := fitNames(im, ss, zones)
+	if len(fit) != 3 || fit[0] != a || fit[2] != c || fit[1].Name != "b" || len(fit[1].Endpoints) != 1 || fit[1].Endpoints[0].Host != fits.Host ||
+		len(b.Endpoints) != 2 || !slices.Equal(cut, []*Slice{b}) {
+		t.Errorf("fit %v, cut %v; b now %v", fit, cut, b.Endpoints)
+	}
+	ok := []*Slice{a, c}
+	if fit, cut := fitNames(im, ok, zones); &fit[0] != &ok[0] || cut != nil {
+		t.Errorf("nothing to cut: fit %v (a copy?), cut %v", fit, cut)
 	}
 }

@@ -75,7 +75,7 @@ func agree(views []viewImport) agreement {
 		}
 		a.held++
 		a.agreed = a.agreed && im.ResourceVersion == a.heldRV
-		if im.HasData && (a.newest == nil || newer(im.ResourceVersion, a.newest.ResourceVersion)) {
+		if (im.HasData || im.refused()) && (a.newest == nil || newer(im.ResourceVersion, a.newest.ResourceVersion)) {
 			a.newest = im
 		}
 	}

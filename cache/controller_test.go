@@ -485,6 +485,30 @@ func TestControllerWithoutFallbackIgnoresV1alpha1(t *testing.T) {
 	e.wantAddrs("old.demo")
 }
 
+// An import whose data is refused (a type that is none of the two, a name
+// that is not a DNS label) is counted for that, and not also as data lost,
+// though every view reads it without usable data: the view of its shape
+// holds it. Its answers go.
+func TestControllerRefusedIsNotLost(t *testing.T) {
+	e := start(t, true, append(sliceMarker(),
+		v2("demo", "web", "5", "ClusterSetIP", "10.0.0.1"), v1("demo", "web", "5", ""),
+		v2("demo", "a.b", "5", "ClusterSetIP", "10.0.0.2"), v1("demo", "a.b", "5", ""))...)
+	e.wantAddrs("web.demo", "10.0.0.1")
+	e.apply(gvr2, v2("demo", "web", "6", "ExternalName", "10.0.0.1"))
+	e.apply(gvr1, v1("demo", "web", "6", ""))
+	e.wantAddrs("web.demo")
+	e.settle(gvr1)
+	e.settle(gvr2)
+	if e.c.Lookup("a.b.demo") != nil {
+		t.Error("a.b is answered")
+	}
+	for reason, want := range map[string]int{ReasonBadType: 1, ReasonBadServiceName: 1, ReasonDataLost: 0} {
+		if n := e.skips(reason); n != want {
+			t.Errorf("%s counted %d times, want %d", reason, n, want)
+		}
+	}
+}
+
 // The two views of one object under conversion None: data in at most one,
 // each view catching up at its own moment.
 func TestControllerFallbackMerge(t *testing.T) {

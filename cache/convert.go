@@ -33,6 +33,7 @@ const (
 	ReasonDataLost       = "data_lost"
 	ReasonDecode         = "decode_error"
 	ReasonBadServiceName = "bad_service_name"
+	ReasonNameTooLong    = "name_too_long"
 
 	// What a peer cannot make the plugin answer (guard.go).
 	ReasonUnspecifiedAddress = "unspecified_address"
@@ -69,7 +70,7 @@ func SkipSeries() [][2]string {
 	var out [][2]string
 	for _, v := range Versions {
 		for _, r := range []string{ReasonBadIP, ReasonExtraIP, ReasonHeadlessIPs, ReasonNoIPs, ReasonBadType,
-			ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort, ReasonDecode, ReasonProtectedNamespace} {
+			ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort, ReasonDecode, ReasonProtectedNamespace, ReasonBadServiceName} {
 			out = append(out, [2]string{ImportKind(v), r})
 		}
 		for _, r := range addressReasons {
@@ -78,7 +79,7 @@ func SkipSeries() [][2]string {
 	}
 	out = append(out, [2]string{KindServiceImport, ReasonDataLost})
 	for _, r := range append([]string{ReasonBadServiceName, ReasonNoCluster, ReasonBadCluster, ReasonAddressType, ReasonBadAddress,
-		ReasonUnlistedCluster, ReasonUnprovenLocal, ReasonTooManyEndpoints}, addressReasons...) {
+		ReasonUnlistedCluster, ReasonUnprovenLocal, ReasonTooManyEndpoints, ReasonNameTooLong}, addressReasons...) {
 		out = append(out, [2]string{KindEndpointSlice, r})
 	}
 	return out
@@ -123,12 +124,20 @@ type rawImport struct {
 
 // readShared validates the fields both shapes share and puts them in im,
 // leaving out the addresses addressProblem refuses, deny among them. A view
-// without a type is a view the API server pruned: it carries no data.
+// without a type is a view the API server pruned: it carries no data. An
+// import whose name is not a DNS label (a custom resource's name may hold
+// dots) is not used: its name would read as another service's, of another
+// namespace.
 func readShared(im *Import, raw rawImport, deny []netip.Prefix) {
 	typ, ips, ports := raw.typ, raw.ips, raw.ports
-	switch typ {
-	case "":
+	switch {
+	case typ == "":
 		return
+	case len(validation.IsDNS1123Label(im.Name)) > 0:
+		im.addProblem(ReasonBadServiceName)
+		return
+	}
+	switch typ {
 	case string(v1alpha2.ClusterSetIP):
 	case string(v1alpha2.Headless):
 		im.Headless = true

@@ -170,10 +170,15 @@ func TestImportReaderMatchesAPITypes(t *testing.T) {
 				SessionAffinity: corev1.ServiceAffinityClientIP},
 			Status: mcsv1alpha1.ServiceImportStatus{Clusters: []mcsv1alpha1.ClusterStatus{{Cluster: "east"}}}},
 			importFromV1alpha1, want},
-		{"v1alpha2 headless", &v1alpha2.ServiceImport{Type: v1alpha2.Headless, Ports: ports[:1]},
+		{"v1alpha2 headless", &v1alpha2.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "hl"}, Type: v1alpha2.Headless, Ports: ports[:1]},
 			importFromV1alpha2, "true [] [{http tcp 80}] []"},
-		{"v1alpha1 headless", &mcsv1alpha1.ServiceImport{Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.Headless}},
+		{"v1alpha1 headless", &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "hl"}, Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.Headless}},
 			importFromV1alpha1, "true [] [] []"},
+		// A custom resource's name may hold dots; a Service's may not.
+		{"v1alpha2 dotted name", &v1alpha2.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}, Type: v1alpha2.Headless},
+			importFromV1alpha2, "false [] [] [bad_service_name]"},
+		{"v1alpha1 dotted name", &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}, Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP, IPs: []string{"10.0.0.1"}}},
+			importFromV1alpha1, "false [] [] [bad_service_name]"},
 		{"v1alpha2 empty", &v1alpha2.ServiceImport{}, importFromV1alpha2, "false [] [] []"},
 		{"v1alpha1 empty", &mcsv1alpha1.ServiceImport{}, importFromV1alpha1, "false [] [] []"},
 	} {

@@ -56,7 +56,7 @@ func TestImportAddressesGuarded(t *testing.T) {
 			"[] [unspecified_address multicast_address broadcast_address link_local_address no_ips]"},
 		{[]string{"10.244.0.9", "10.42.1.4"}, "[10.42.1.4] [denied_address]"},
 	} {
-		im := &Import{}
+		im := &Import{Meta: Meta{Name: "svc", Namespace: "ns"}}
 		readShared(im, rawImport{typ: "ClusterSetIP", ips: tc.ips}, []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")})
 		if got := fmt.Sprint(im.IPs, im.Problems()); got != tc.want {
 			t.Errorf("%v: %s, want %s", tc.ips, got, tc.want)

@@ -107,6 +107,10 @@ func (c *Controller) normalize(k string, im *Import) (normalized, bool) {
 		}
 		viewSlices = append(viewSlices, s)
 	}
+	viewSlices, cut := fitNames(im, viewSlices, c.cfg.Zones)
+	for _, s := range cut {
+		c.reportUse(s, im, ReasonNameTooLong)
+	}
 	if listed {
 		proof := proven
 		proven = func(s *Slice, e Endpoint) bool {

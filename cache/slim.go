@@ -106,6 +106,14 @@ func (im *Import) Problems() []string {
 	return im.extra.problems
 }
 
+// refused reports whether the object holds data that is not used: a type
+// that is none of the two, or a name that is not a DNS label. Its views
+// agree on it as on an import with data, which is answered by nothing, so
+// that it is not taken for an object whose data was lost.
+func (im *Import) refused() bool {
+	return !im.HasData && slices.ContainsFunc(im.Problems(), func(p string) bool { return p == ReasonBadType || p == ReasonBadServiceName })
+}
+
 func (im *Import) addProblem(reason string) {
 	im.more().problems = append(im.more().problems, reason)
 }

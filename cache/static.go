@@ -81,7 +81,8 @@ func (cfg Config) Static(objs ...runtime.Object) (*Static, error) {
 		if !im.HasData {
 			continue
 		}
-		if n, ok := normalize(im, bySvc[k], cfg.localFor(im, cfg.ClusterID), cfg.LocalZone, nil); ok {
+		fit, _ := fitNames(im, bySvc[k], zones)
+		if n, ok := normalize(im, fit, cfg.localFor(im, cfg.ClusterID), cfg.LocalZone, nil); ok {
 			st.idx.put(k, build(im, n, zones, ttl, SelectByCluster|SelectByZone))
 		}
 	}

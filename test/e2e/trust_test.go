@@ -761,3 +761,43 @@ func liveHeap(t testing.TB, c *harness.CoreDNS) float64 {
 var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 
 func mib(b float64) float64 { return b / (1 << 20) }
+
+// TestTrustNames: names an object makes too long or ambiguous. An
+// endpoint's name holds its cluster ID (a label value of up to 63
+// characters, dots allowed): with a namespace and a service of 63 each, the
+// name passes DNS's 255 octets, and dig refuses the whole reply ("name too
+// long"), the other endpoints' records with it. Such an endpoint is left
+// out of every answer and the transfer, and counted once as name_too_long.
+// A custom resource's name may hold dots: "good.west.<svc>" would read as
+// an endpoint of the headless service <svc>, and "evil.dns" in kube-system
+// as the service dns of the namespace "dns.kube-system", which is not
+// protected. Such an import is not used, and counted as bad_service_name
+// where its namespace is answered.
+func TestTrustNames(t *testing.T) {
+	ns := "trust-names-" + strings.Repeat("n", 51)
+	svc := strings.Repeat("s", 63)
+	c := startTrustDNS(t)
+	before := skipCounts(t, c)
+	ensureNamespace(t, ns)
+	ensureNamespace(t, "kube-system")
+	writeImport(t, harness.Import{Namespace: ns, Name: "good.west." + svc, Type: "ClusterSetIP", IPs: []string{"10.154.2.1"}, Ports: trustPorts})
+	writeImport(t, harness.Import{Namespace: "kube-system", Name: "evil.dns", Type: "ClusterSetIP", IPs: []string{"10.154.3.1"}, Ports: trustPorts})
+	writeImport(t, harness.Import{Namespace: ns, Name: svc, Type: "Headless", Ports: trustPorts})
+	longCluster := strings.Repeat("c", 31) + "." + strings.Repeat("d", 31)
+	applyMCSSlice(t, ns, "long", svc, longCluster, trustManagedBy, "IPv4", trustPorts, []mcsEndpoint{{addr: "10.154.1.2", hostname: strings.Repeat("h", 63)}})
+	applyMCSSlice(t, ns, "good", svc, "west", trustManagedBy, "IPv4", trustPorts, []mcsEndpoint{{addr: "10.154.1.1", hostname: "good"}})
+
+	// The imports, then the slices, each in the order written, come
+	// through one watch each: once good answers, the others were read.
+	name, good := n(svc+"."+ns), n("good.west."+svc+"."+ns)
+	eventually(t, c, name, "A", want{Answer: []string{a(name, "10.154.1.1")}})
+	for _, owner := range []string{name, n("_http._tcp." + svc + "." + ns)} {
+		expect(t, c, defaultTTL, owner, "SRV", want{Answer: []string{srv(owner, 100, 80, good)}, Additional: []string{a(good, "10.154.1.1")}})
+	}
+	expect(t, c, defaultTTL, good, "A", want{Answer: []string{a(good, "10.154.1.1")}})
+	nxdomainAll(t, c, []string{n("evil.dns.kube-system"), n("dns.kube-system")}, "A", "SRV")
+	checkTransfer(t, transferred(t, c), []string{a(name, "10.154.1.1"), a(good, "10.154.1.1")},
+		[]string{"dns.kube-system.svc." + apex, longCluster + "." + svc + "." + ns + ".svc." + apex},
+		[]string{"10.154.1.2", "10.154.2.1", "10.154.3.1"})
+	checkSkipped(t, c, before, map[skipKey]float64{{kindSlice, cache.ReasonNameTooLong}: 1, {kindImportV1beta1, cache.ReasonBadServiceName}: 1})
+}
