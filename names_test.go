@@ -11,7 +11,8 @@ import (
 )
 
 // Names that objects make too long or ambiguous. An endpoint's name holds
-// its cluster ID, which may be 253 characters long: a name over 255 octets
+// its cluster ID, a label value of up to 63 characters with dots: a name
+// over 255 octets
 // packs, but a resolver refuses the whole reply ("name too long"), so such
 // an endpoint is left out and the others still answer. A custom resource's
 // name may hold dots, which would make it read as another service of
@@ -21,7 +22,7 @@ func TestHostileNames(t *testing.T) {
 	longCluster := strings.Repeat("c", 31) + "." + strings.Repeat("d", 31)
 	name := svc + "." + ns + ".svc." + zone
 	m := newTestPlugin(t,
-		headless(ns, svc, port("http", corev1.ProtocolTCP, 80)),
+		headless(ns, svc, port("http", corev1.ProtocolTCP, 80), port(strings.Repeat("p", 63), corev1.ProtocolTCP, 81)),
 		slice(ns, "good", svc, "west", discoveryv1.AddressTypeIPv4, ep{host: "good", addrs: []string{"10.90.7.1"}}),
 		slice(ns, "long", svc, longCluster, discoveryv1.AddressTypeIPv4, ep{host: strings.Repeat("h", 63), addrs: []string{"10.90.7.2"}}),
 		clusterSetIP(ns, "good.west."+svc, []string{"10.42.7.3"}, port("http", corev1.ProtocolTCP, 80)),

@@ -58,12 +58,12 @@ func setup(c *caddy.Controller) error {
 }
 
 // maxZoneLen is the longest forward zone, with its final dot: the longest
-// name before it, _<port>._sctp.<svc>.<ns>.svc. with labels of 63
-// characters (an import's port name may be that long), and the zone then
-// fit in 254 characters, 255 octets. Endpoint names, which hold a cluster
+// name before it, _<port>._sctp.<svc>.<ns>.svc. with a port name of 62
+// characters (the longest the plugin takes) and labels of 63, and the zone
+// then fit in 254 characters, 255 octets. Endpoint names, which hold a cluster
 // ID of up to 63 characters beside those labels, are checked one by one
 // (cache.fitNames).
-const maxZoneLen = 254 - len("_._sctp...svc.") - 3*63
+const maxZoneLen = 254 - len("_._sctp...svc.") - 62 - 2*63
 
 // parse reads one multicluster block. Every error names the Corefile line.
 func parse(c *caddy.Controller) (*Multicluster, error) {

@@ -18,10 +18,11 @@ func TestParse(t *testing.T) {
 		input string
 		check func(*testing.T, *Multicluster)
 	}{
-		// The longest zone that every name fits in: 51 characters with the
-		// final dot, as _<port>._sctp.<svc>.<ns>.svc. may be 203 (labels of 63).
-		{input: "multicluster " + strings.Repeat("z", 50) + " 10.in-addr.arpa", check: func(t *testing.T, m *Multicluster) {
-			if len(m.forward) != 1 || len(m.forward[0]) != 51 {
+		// The longest zone that the names of services fit in: 52 characters
+		// with the final dot, as _<port>._sctp.<svc>.<ns>.svc. may be 202
+		// (a port name of 62, labels of 63).
+		{input: "multicluster " + strings.Repeat("z", 51) + " 10.in-addr.arpa", check: func(t *testing.T, m *Multicluster) {
+			if len(m.forward) != 1 || len(m.forward[0]) != 52 {
 				t.Errorf("zones %v", m.forward)
 			}
 		}},
@@ -117,7 +118,7 @@ func TestParseErrors(t *testing.T) {
 		{input: "multicluster {\n prefer_local yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n endpoint_ptr yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n endpoint_ptr\n}", wantErr: "endpoint_ptr needs a reverse zone among ZONES"},
-		{input: "multicluster a." + strings.Repeat("z", 50), wantErr: "Testfile:1 - Error during parsing: zone a." + strings.Repeat("z", 50) + ". is 53 characters long: at most 51"},
+		{input: "multicluster a." + strings.Repeat("z", 51), wantErr: "Testfile:1 - Error during parsing: zone a." + strings.Repeat("z", 51) + ". is 54 characters long: at most 52"},
 		{input: "multicluster {\n cluster_selectors west\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n local_zone eu_west\n}", wantErr: `local_zone must be a zone name such as eu-west-1a (a DNS label), or node, not "eu_west"`},
 		{input: "multicluster {\n local_zone node\n}", wantErr: "local_zone node reads the zone of the node named by NODE_NAME, which is not set"},

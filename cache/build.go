@@ -241,17 +241,40 @@ func normalize(im *Import, viewSlices []*Slice, local, zone string, proven func(
 	byName := map[string][]netip.Addr{}
 	var zones map[string]string    // endpoint name to its zone, for those with one
 	var localNames map[string]bool // made only for a service with a preference
+	// An endpoint that claims the local cluster without proof is answered
+	// as another cluster's; one that takes the name of a proven endpoint
+	// would be answered as that endpoint, the local cluster's: it is left
+	// out. So the proven names come first.
+	var unproven map[*Endpoint]bool
+	if local != "" {
+		for _, s := range viewSlices {
+			if s.Cluster != local || !im.lists(s.Cluster) {
+				continue
+			}
+			for i := range s.Endpoints {
+				e := &s.Endpoints[i]
+				switch {
+				case proven == nil || proven(s, *e):
+					if localNames == nil {
+						localNames = map[string]bool{}
+					}
+					localNames[e.Host+"."+s.Cluster] = true
+				case unproven == nil:
+					unproven = map[*Endpoint]bool{e: true}
+				default:
+					unproven[e] = true
+				}
+			}
+		}
+	}
 	for _, s := range viewSlices {
 		if s.Cluster == "" || !im.lists(s.Cluster) {
 			continue
 		}
-		for _, e := range s.Endpoints {
+		for i, e := range s.Endpoints {
 			name := e.Host + "." + s.Cluster
-			if local != "" && s.Cluster == local && (proven == nil || proven(s, e)) {
-				if localNames == nil {
-					localNames = map[string]bool{}
-				}
-				localNames[name] = true
+			if unproven[&s.Endpoints[i]] && localNames[name] {
+				continue
 			}
 			for _, a := range e.Addrs {
 				if !slices.Contains(byName[name], a) {
@@ -290,7 +313,7 @@ func fitNames(im *Import, ss []*Slice, zones []string) (fit, cut []*Slice) {
 		longest = max(longest, len(z))
 	}
 	// A name of 255 octets is 254 characters with its final dot.
-	room := 254 - len(".") - len(ServiceName(im.Name, im.Namespace, "")) - longest
+	room := 254 - len(".") - len(im.Name+"."+im.Namespace+".svc.") - longest
 	for i, s := range ss {
 		long := func(e Endpoint) bool { return len(e.Host)+len(".")+len(s.Cluster) > room }
 		switch {

@@ -20,6 +20,14 @@ func emptyAt(rv string) *Import {
 	return &Import{Meta: Meta{Namespace: "demo", Name: "web", ResourceVersion: rv}}
 }
 
+// refusedAt is an import at rv whose data is not used (a type that is none
+// of the two): chosen as an import with data is, answered by nothing.
+func refusedAt(rv string) *Import {
+	im := emptyAt(rv)
+	im.addProblem(ReasonBadType)
+	return im
+}
+
 // absent is what a view that holds no import of the object holds.
 var absent *Import
 
@@ -78,6 +86,20 @@ func TestChooseImport(t *testing.T) {
 		loss   lossVerdict
 		lostAt string
 	}{
+		// A write whose data is refused: newest, it is chosen (and answers
+		// nothing), and it is no loss of data.
+		{name: "two views agree on a refused write: it is chosen, no loss",
+			views: views(inPlace(V1alpha2, refusedAt("6")), inPlace(V1alpha1, emptyAt("6"))), prev: answer(V1alpha1, "5"),
+			want: V1alpha2, loss: notLost},
+		{name: "two views agree on a refused write, the other order: it is chosen, no loss",
+			views: views(inPlace(V1alpha2, emptyAt("6")), inPlace(V1alpha1, refusedAt("6"))), prev: answer(V1alpha2, "5"),
+			want: V1alpha1, loss: notLost},
+		{name: "a refused write seen by one view, the other still at the older data: the refused write is chosen",
+			views: views(inPlace(V1alpha2, refusedAt("6")), inPlace(V1alpha1, has("5"))), prev: answer(V1alpha1, "5"),
+			want: V1alpha2, loss: lossUnknown},
+		{name: "a refused write seen by one view, the other order",
+			views: views(inPlace(V1alpha2, has("5")), inPlace(V1alpha1, refusedAt("6"))), prev: answer(V1alpha2, "5"),
+			want: V1alpha1, loss: lossUnknown},
 		// One view, no migration under way.
 		{name: "one view: the object with data",
 			views: views(inPlace(V1alpha2, has("5"))), want: V1alpha2, loss: notLost},

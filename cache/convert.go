@@ -184,7 +184,9 @@ func readShared(im *Import, raw rawImport, deny []netip.Prefix) {
 		if p.name == "" {
 			continue // unnamed ports have no SRV records
 		}
-		if len(validation.IsDNS1123Label(p.name)) > 0 {
+		// A DNS label that "_" still fits in: a Service's port names
+		// are at most 15 characters, an import's have no limit.
+		if len(validation.IsDNS1123Label(p.name)) > 0 || len(p.name) > validation.DNS1123LabelMaxLength-len("_") {
 			im.addProblem(ReasonBadPortName)
 			continue
 		}
@@ -228,14 +230,17 @@ func readClusters(im *Import, clusters []string) {
 	if len(clusters) == 0 {
 		return
 	}
-	cs := make([]string, 0, len(clusters))
-	for _, c := range clusters {
-		c = strings.ToLower(c)
-		if !slices.Contains(cs, c) {
-			cs = append(cs, intern(c))
-		}
+	// Sorted, then compacted: a list of 40,000 names deduplicated by search
+	// took 4 s, and every answer waited.
+	cs := make([]string, len(clusters))
+	for i, c := range clusters {
+		cs[i] = strings.ToLower(c)
 	}
 	slices.Sort(cs)
+	cs = slices.Clip(slices.Compact(cs))
+	for i, c := range cs {
+		cs[i] = intern(c)
+	}
 	im.more().clusters = cs
 }
 

@@ -421,6 +421,37 @@ func TestControllerLocalNeedsProof(t *testing.T) {
 	e.wantAddrs("db.demo", "10.1.0.1", "10.9.0.66")
 }
 
+// A peer's claim of the local cluster that takes a proven endpoint's
+// hostname is not answered under that name, which is the local cluster's
+// endpoint: merged into it, its addresses would be answered as local, and
+// an IPv6 one would make the local cluster seem to have IPv6 endpoints,
+// hiding the peers' (a review's finding on the real binary).
+func TestControllerLocalNameNotCaptured(t *testing.T) {
+	named := func(es *discoveryv1.EndpointSlice, family discoveryv1.AddressType) *discoveryv1.EndpointSlice {
+		es.AddressType = family
+		es.Endpoints[0].Hostname = ptr("db-0")
+		return es
+	}
+	e := startWith(t, false, func(e *env) { e.configure = func(c *Config) { c.ClusterID = "east" } },
+		closeImport("demo", "db", "1"),
+		named(mcSlice("demo", "db-e", "db", "east", "10.1.0.1"), discoveryv1.AddressTypeIPv4),
+		named(mcSlice("demo", "db-w", "db", "west", "10.2.0.1"), discoveryv1.AddressTypeIPv4),
+		named(mcSlice("demo", "db-w6", "db", "west", "fd00::2:1"), discoveryv1.AddressTypeIPv6),
+		named(mcSlice("demo", "db-x", "db", "east", "10.9.0.9"), discoveryv1.AddressTypeIPv4),
+		named(mcSlice("demo", "db-x6", "db", "east", "fd00::66"), discoveryv1.AddressTypeIPv6),
+		localServiceSlice("demo", "db-own", "db", "10.1.0.1"))
+	// The local cluster's proven A alone; no local AAAA, so every
+	// cluster's AAAA: the peer's.
+	e.wantAddrs("db.demo", "10.1.0.1", "fd00::2:1")
+	z := e.c.Lookup("db.demo").Zone(0)
+	if got := z.Sub["db-0.east"]; got == nil || len(got.A) != 1 || rrAddr(got.A[0]) != "10.1.0.1" || len(got.AAAA) != 0 {
+		t.Errorf("db-0.east answers %v", got)
+	}
+	if n := e.skips(ReasonUnprovenLocal); n != 2 {
+		t.Errorf("unproven_local counted %d times, want 2", n)
+	}
+}
+
 // No service prefers anything: the local Services' EndpointSlices are never
 // listed.
 func TestControllerOwnSlicesOnlyWhenPreferred(t *testing.T) {

@@ -104,6 +104,7 @@ func (c *Controller) normalize(k string, im *Import) (normalized, bool) {
 		s := o.(*Slice)
 		if s.Cluster != "" && !im.lists(s.Cluster) {
 			c.reportUse(s, im, ReasonUnlistedCluster)
+			continue // not used: nothing else of it to check
 		}
 		viewSlices = append(viewSlices, s)
 	}
@@ -138,7 +139,7 @@ func (c *Controller) selects(namespace string) bool {
 // reportUse reports, once per write of the slice and of the import, that
 // the slice s is not used as it claims for the import im: reason says why.
 func (c *Controller) reportUse(s *Slice, im *Import, reason string) {
-	if c.useReports.note(s.objectKey(), reason+" "+s.ResourceVersion+" "+im.ResourceVersion, true) {
+	if c.useReports.noteReason(s.objectKey(), reason, s.ResourceVersion+" "+im.ResourceVersion) {
 		c.report(KindEndpointSlice, s.Namespace, s.Name, []string{reason})
 	}
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -48,6 +49,28 @@ func (w *reportedWrites) note(key, rv string, problems bool) bool {
 		return false
 	}
 	w.at[key] = rv
+	return true
+}
+
+// noteReason is note for the uses of a slice: it says whether reason is
+// still to be reported for the write at (the slice's and its import's
+// resourceVersions). The reasons reported for one write are kept together,
+// so that a slice with two reasons has each reported once, not again each
+// time the other is; those of an older write are dropped.
+func (w *reportedWrites) noteReason(key, reason, at string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	token := reason + " " + at
+	var keep []string
+	for t := range strings.SplitSeq(w.at[key], "\n") {
+		if t == token {
+			return false
+		}
+		if t != "" && strings.HasSuffix(t, " "+at) {
+			keep = append(keep, t)
+		}
+	}
+	w.at[key] = strings.Join(append(keep, token), "\n")
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,5 +333,29 @@ func TestReportedWritesOfTwoViews(t *testing.T) {
 		if got := w.note("demo/web", s.rv, true); got != s.want {
 			t.Errorf("%s: report %v, want %v", s.what, got, s.want)
 		}
+	}
+}
+
+// A slice with two reasons at one write has each reported once, whichever
+// comes first and however often the rebuilds alternate them; a new write
+// reports both again, and what is kept stays two reasons long.
+func TestNoteReasonOncePerWrite(t *testing.T) {
+	w := newReportedWrites()
+	var got []bool
+	for _, r := range []string{"unlisted", "too_long", "unlisted", "too_long", "unlisted"} {
+		got = append(got, w.noteReason("ns/s", r, "5 7"))
+	}
+	for _, r := range []string{"too_long", "unlisted", "too_long"} {
+		got = append(got, w.noteReason("ns/s", r, "6 7"))
+	}
+	if want := []bool{true, true, false, false, false, true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("reported %v, want %v", got, want)
+	}
+	if n := strings.Count(w.at["ns/s"], "\n"); n != 1 {
+		t.Errorf("kept %q: want the two reasons of the last write", w.at["ns/s"])
+	}
+	w.forget("ns/s")
+	if !w.noteReason("ns/s", "unlisted", "6 7") {
+		t.Error("not reported again after the slice was deleted")
 	}
 }

@@ -107,11 +107,14 @@ func (im *Import) Problems() []string {
 }
 
 // refused reports whether the object holds data that is not used: a type
-// that is none of the two, or a name that is not a DNS label. Its views
-// agree on it as on an import with data, which is answered by nothing, so
-// that it is not taken for an object whose data was lost.
+// that is none of the two, a name that is not a DNS label, or fields that do
+// not decode. Its views agree on it as on an import with data, which is
+// answered by nothing, so that it is not taken for an object whose data was
+// lost.
 func (im *Import) refused() bool {
-	return !im.HasData && slices.ContainsFunc(im.Problems(), func(p string) bool { return p == ReasonBadType || p == ReasonBadServiceName })
+	return !im.HasData && slices.ContainsFunc(im.Problems(), func(p string) bool {
+		return p == ReasonBadType || p == ReasonBadServiceName || p == ReasonDecode
+	})
 }
 
 func (im *Import) addProblem(reason string) {

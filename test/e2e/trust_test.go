@@ -563,7 +563,8 @@ func TestTrustListedClusters(t *testing.T) {
 // kube-controller-manager's endpointslice-controller.k8s.io). Other
 // endpoints that claim east keep their own names, as any other cluster's;
 // a peer that claims east for its own addresses alone does not make the
-// service answer them alone. Each slice with such endpoints is counted once
+// service answer them alone, and one that claims a proven endpoint's
+// hostname is not answered under that name. Each slice with such endpoints is counted once
 // as unproven_local.
 func TestTrustLocalClaims(t *testing.T) {
 	const ns = "trust-local"
@@ -580,6 +581,13 @@ func TestTrustLocalClaims(t *testing.T) {
 	createSlice(t, env, serviceSlice(ns, "db-decoy", "db", "evil.example.com", pg, "10.150.9.9", "10.150.9.8"))
 	writeImport(t, harness.Import{Namespace: ns, Name: "db", Type: "Headless", Ports: pg, More: preferClose})
 	applyMCSSlice(t, ns, "db-west", "db", "west", trustManagedBy, "IPv4", pg, []mcsEndpoint{{addr: "10.150.2.1", hostname: "db-0"}})
+	applyMCSSlice(t, ns, "db-west6", "db", "west", trustManagedBy, "IPv6", pg, []mcsEndpoint{{addr: "fd00::2:1", hostname: "db-0"}})
+	// A peer claims east under the proven endpoint's hostname: merged into
+	// that name, its addresses would be answered as the local cluster's, and
+	// its IPv6 one would hide west's. Written before east's own slice, so
+	// that east's answer below comes after them.
+	applyMCSSlice(t, ns, "db-spoof", "db", "east", trustManagedBy, "IPv4", pg, []mcsEndpoint{{addr: "10.150.9.7", hostname: "db-0"}})
+	applyMCSSlice(t, ns, "db-spoof6", "db", "east", trustManagedBy, "IPv6", pg, []mcsEndpoint{{addr: "fd00::66", hostname: "db-0"}})
 	east := mcsSlice(ns, "db-east", "db", "east", trustManagedBy, "IPv4", pg, []mcsEndpoint{
 		{addr: "10.150.1.1", hostname: "db-0"},   // the local Service's: proven
 		{addr: "10.150.9.9", hostname: "evil-0"}, // not the local Service's
@@ -594,8 +602,12 @@ func TestTrustLocalClaims(t *testing.T) {
 	for _, owner := range []string{db, n("_pg._tcp.db." + ns)} {
 		expect(t, c, defaultTTL, owner, "SRV", want{Answer: []string{srv(owner, 100, 5432, dbEast)}, Additional: []string{a(dbEast, "10.150.1.1")}})
 	}
-	// Every endpoint keeps its own name, the unproven ones under east too.
+	// No local AAAA is proven: every cluster's, west's.
+	expect(t, c, defaultTTL, db, "AAAA", want{Answer: []string{aaaa(db, "fd00::2:1")}})
+	// Every endpoint keeps its own name, the unproven ones under east too,
+	// but those that would take a proven one's.
 	expect(t, c, defaultTTL, dbEast, "A", want{Answer: []string{a(dbEast, "10.150.1.1")}})
+	expect(t, c, defaultTTL, dbEast, "AAAA", nodata())
 	expect(t, c, defaultTTL, evilEast, "A", want{Answer: []string{a(evilEast, "10.150.9.9")}})
 	expect(t, c, defaultTTL, halfEast, "A", want{Answer: []string{a(halfEast, "10.150.1.2"), a(halfEast, "10.150.9.8")}})
 	expect(t, c, defaultTTL, dbWest, "A", want{Answer: []string{a(dbWest, "10.150.2.1")}})
@@ -611,8 +623,9 @@ func TestTrustLocalClaims(t *testing.T) {
 	expect(t, c, defaultTTL, cache, "SRV", want{Answer: []string{srv(cache, 50, 5432, cWest), srv(cache, 50, 5432, cEvil)},
 		Additional: []string{a(cWest, "10.151.2.1"), a(cEvil, "10.151.9.9")}})
 
-	// One slice of each service holds unproven endpoints; each was written once.
-	checkSkipped(t, c, before, map[skipKey]float64{{kindSlice, "unproven_local"}: 2})
+	// Four slices hold unproven endpoints (db's east and its two spoofs,
+	// cache's east); each was written once.
+	checkSkipped(t, c, before, map[skipKey]float64{{kindSlice, "unproven_local"}: 4})
 }
 
 // TestTrustEndpointCap: with max_endpoints 1000, a headless service keeps
