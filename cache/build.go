@@ -313,11 +313,15 @@ func fitNames(im *Import, ss []*Slice, zones []string) (fit, cut []*Slice) {
 		longest = max(longest, len(z))
 	}
 	// A name of 255 octets is 254 characters with its final dot.
-	room := 254 - len(".") - len(im.Name+"."+im.Namespace+".svc.") - longest
+	room := 254 - len(".") - (len(im.Name) + len(im.Namespace) + len("..svc.")) - longest
 	for i, s := range ss {
-		long := func(e Endpoint) bool { return len(e.Host)+len(".")+len(s.Cluster) > room }
+		hostRoom := room - len(".") - len(s.Cluster) // a loop, not a closure: no allocation per rebuild
+		longest := 0
+		for _, e := range s.Endpoints {
+			longest = max(longest, len(e.Host))
+		}
 		switch {
-		case !slices.ContainsFunc(s.Endpoints, long):
+		case longest <= hostRoom:
 			if cut != nil {
 				fit = append(fit, s)
 			}
@@ -326,7 +330,12 @@ func fitNames(im *Import, ss []*Slice, zones []string) (fit, cut []*Slice) {
 			fit = slices.Clone(ss[:i])
 		}
 		short := *s
-		short.Endpoints = slices.DeleteFunc(slices.Clone(s.Endpoints), long)
+		short.Endpoints = nil
+		for _, e := range s.Endpoints {
+			if len(e.Host) <= hostRoom {
+				short.Endpoints = append(short.Endpoints, e)
+			}
+		}
 		fit, cut = append(fit, &short), append(cut, s)
 	}
 	if cut == nil {
