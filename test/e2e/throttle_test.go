@@ -49,11 +49,11 @@ const throttleSlack = 50 * time.Millisecond
 // ceil(150/248) = 1), which neither lends nor borrows, with one queue of at
 // most 10 requests, and rejects what does not fit with a 429. 20 replicas
 // of ours start at once, into that level while it is still a jail of no
-// seat, until each has had a 429 or is ready: every one becomes ready and answers
-// right, the audit log shows 429s to them, and after each 429 the replica's
-// next request for the same objects comes no sooner than the Retry-After
-// the API server sent with it. A replica that was serving before the storm answers
-// every lookup throughout. The same storm of 20 stock CoreDNS replicas (its
+// seat, until each has had a 429 or is ready: every one becomes ready and
+// answers right, the audit log shows 429s to them, and after each 429 the
+// replica's next request for the same objects comes no sooner than the
+// Retry-After the API server sent with it. A replica that was serving
+// before the storm answers every lookup throughout. The same storm of 20 stock CoreDNS replicas (its
 // kubernetes plugin with `multicluster`, with the official coredns chart's
 // rules) gives the requests per replica until ready to compare with.
 //
@@ -115,10 +115,9 @@ func pluginRole(t *testing.T) *rbacv1.ClusterRole {
 
 // throttleLevel creates a priority level with shares seats (of a total
 // concurrency of 150; 0 is a jail, where a request is rejected while another
-// of the level executes), which
-// neither lends nor borrows and limits as limit says, and a FlowSchema that
-// puts users in it, and waits until the API server classifies users[0]'s
-// requests there. It returns the level.
+// of the level executes), which neither lends nor borrows and limits as
+// limit says, and a FlowSchema that puts users in it, and waits until the
+// API server classifies users[0]'s requests there. It returns the level.
 func throttleLevel(t *testing.T, r *migRig, name string, shares int32, limit flowcontrolv1.LimitResponse, users []*harness.Identity) *flowcontrolv1.PriorityLevelConfiguration {
 	t.Helper()
 	fc := r.Env.Clientset.FlowcontrolV1()
@@ -388,10 +387,11 @@ type throttleResult struct {
 // seat: a request gets a 429 while another of the level executes). It
 // starts a replica of bin as each at once (plugins is the server block's
 // body for a kubeconfig), and once every replica has had a 429 or is ready
-// opens the level to one seat and a queue of 10 (throttleOpen). It waits until every replica is ready and answers right, reads the
-// audit log, and stops them. Without the jail, the starts spread out on a
-// busy machine: in a full run of hack/test.sh, 20 of ours fitted in one
-// seat and a queue of 10 and got no 429.
+// opens the level to one seat and a queue of 10 (throttleOpen). It waits
+// until every replica is ready and answers right, reads the audit log, and
+// stops them. Without the jail, the starts spread out on a busy machine: in
+// a full run of hack/test.sh, 20 of ours fitted in one seat and a queue of
+// 10 and got no 429.
 func throttleStorm(t *testing.T, r *migRig, what, bin string, role *rbacv1.ClusterRole, plugins func(kubeconfig string) string) *throttleResult {
 	t.Helper()
 	ids := throttleIdentities(t, r, what, throttleReplicas, role)
@@ -513,25 +513,33 @@ func throttleAnswers(r *migRig, c *harness.CoreDNS) error {
 func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity, probe *harness.Identity, replicas []*harness.CoreDNS, jailed, start time.Time) *throttleResult {
 	t.Helper()
 	res := &throttleResult{what: what, minGap: -1}
-	perUser := make([][]auditv1.Event, len(ids))
-	var all []auditv1.Event
-	for i, id := range ids {
-		evs, err := r.Env.AuditEvents(id.Name, start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.SortStableFunc(evs, func(a, b auditv1.Event) int {
-			return a.RequestReceivedTimestamp.Compare(b.RequestReceivedTimestamp.Time)
-		})
-		perUser[i] = evs
-		all = append(all, evs...)
-	}
-	// Every 429 of the priority level is one of these replicas' or the
-	// probe's.
-	probed, err := r.Env.AuditEvents(probe.Name, jailed)
+	// The log once, for every identity: the replicas' since start, the
+	// probe's since jailed.
+	evs, err := r.Env.AuditEvents("", jailed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	replica := map[string]int{}
+	for i, id := range ids {
+		replica[id.Name] = i
+	}
+	perUser := make([][]auditv1.Event, len(ids))
+	var all, probed []auditv1.Event
+	for _, ev := range evs {
+		if i, ok := replica[ev.User.Username]; ok && !ev.StageTimestamp.Time.Before(start) {
+			perUser[i] = append(perUser[i], ev)
+			all = append(all, ev)
+		} else if ev.User.Username == probe.Name {
+			probed = append(probed, ev)
+		}
+	}
+	for _, evs := range perUser {
+		slices.SortStableFunc(evs, func(a, b auditv1.Event) int {
+			return a.RequestReceivedTimestamp.Compare(b.RequestReceivedTimestamp.Time)
+		})
+	}
+	// Every 429 of the priority level is one of these replicas' or the
+	// probe's.
 	res.total429 = len(throttled(all))
 	res.asked = apfRetryAfters(t, throttled(append(all, probed...)))
 	for _, ev := range probed {

@@ -564,8 +564,8 @@ func TestTrustListedClusters(t *testing.T) {
 // endpoints that claim east keep their own names, as any other cluster's;
 // a peer that claims east for its own addresses alone does not make the
 // service answer them alone, and one that claims a proven endpoint's
-// hostname is not answered under that name. Each slice with such endpoints is counted once
-// as unproven_local.
+// hostname is not answered under that name. Each slice with such endpoints
+// is counted once as unproven_local.
 func TestTrustLocalClaims(t *testing.T) {
 	const ns = "trust-local"
 	pg := []corev1.ServicePort{harness.TCP("pg", 5432)}
