@@ -18,14 +18,32 @@ import (
 // ClusterSetIP import once synced: informer store, index and answers. The
 // fake API's own copies are measured before the controller starts and left
 // out. One op is one whole load, so run it with -benchtime 1x.
+//
+// In "two-shapes" the spec shape is served too and reads every object
+// empty, as a real API server with this project's CRD shows a v1alpha2
+// object through v1beta1 (conversion None): the second view's cost.
 func BenchmarkMemoryPerImport(b *testing.B) {
-	for _, n := range []int{10000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, two := range []bool{false, true} {
+		n, name := 10000, "10000"
+		if two {
+			name += "/two-shapes"
+		}
+		b.Run(name, func(b *testing.B) {
+			if two {
+				servedOnly = map[string]bool{V1alpha2: true, V1beta1: true}
+				defer func() { servedOnly = nil }()
+			}
 			for range b.N {
-				objs := make([]k8sruntime.Object, n)
-				for i := range objs {
-					objs[i] = v2(fmt.Sprintf("ns-%02d", i%20), fmt.Sprintf("svc-%05d", i), "1", "ClusterSetIP",
-						fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+				objs := make([]k8sruntime.Object, 0, 2*n)
+				for i := range n {
+					ns, name := fmt.Sprintf("ns-%02d", i%20), fmt.Sprintf("svc-%05d", i)
+					objs = append(objs, v2(ns, name, "1", "ClusterSetIP",
+						fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)))
+					if two {
+						empty := v1(ns, name, "1", "")
+						empty.SetAPIVersion("multicluster.x-k8s.io/v1beta1")
+						objs = append(objs, empty)
+					}
 				}
 				var before uint64
 				e := startWith(b, false, func(e *env) { e.patience = 5 * time.Minute; before = liveHeap() }, objs...)

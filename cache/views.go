@@ -56,8 +56,8 @@ func (c *Controller) newView(sh *shape, version string) *view {
 		},
 	}), c.siClient)
 	read := func(obj any) (*Import, bool) { return tv.read(obj, c.cfg.DenyRanges) }
-	imports := newImportStore(read,
-		func(k string, old, cur *Import) {
+	imports := newImportStore(version, read,
+		func(k string, _ bool, cur *Import) {
 			if cur == nil {
 				sh.reported.forget(k)
 			} else {
