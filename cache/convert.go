@@ -355,10 +355,15 @@ func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 		}
 		if ep.Hostname != nil && len(validation.IsDNS1123Label(*ep.Hostname)) == 0 {
 			e.Host = *ep.Hostname
-		} else {
-			e.Host = AddressLabel(e.Addrs[0])
+			s.Endpoints = append(s.Endpoints, e)
+			continue
 		}
-		s.Endpoints = append(s.Endpoints, e)
+		// Named by its address, each address is an endpoint of its own
+		// name, as the kubernetes plugin has them: 10-1-0-2 answers
+		// 10.1.0.2 alone, and 10-1-0-3 answers the second address.
+		for i, ip := range e.Addrs {
+			s.Endpoints = append(s.Endpoints, Endpoint{Host: AddressLabel(ip), Zone: e.Zone, Addrs: e.Addrs[i : i+1 : i+1]})
+		}
 	}
 	return s
 }

@@ -112,6 +112,17 @@ func TestSliceProblems(t *testing.T) {
 		{"bad hostname falls back to IP", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Hostname = &bad }, "west", "[{10-0-0-1  [10.0.0.1]}]", nil},
 		{"zone, lower-cased", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Zone = ptr("EU-West-1a") }, "west", "[{10-0-0-1 eu-west-1a [10.0.0.1]}]", nil},
 		{"zone not a DNS label: none", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Zone = ptr("eu_west") }, "west", "[{10-0-0-1  [10.0.0.1]}]", nil},
+		// An endpoint named by its address names each address apart (the
+		// contract: "else its IP"); one with a hostname keeps them under it
+		// (KEP-1645 specification §2.4.1: one record for each IP).
+		{"two addresses, no hostname", func(es *discoveryv1.EndpointSlice) {
+			es.Endpoints[0].Addresses = []string{"10.0.0.1", "10.0.0.2"}
+			es.Endpoints[0].Zone = ptr("z")
+		}, "west", "[{10-0-0-1 z [10.0.0.1]} {10-0-0-2 z [10.0.0.2]}]", nil},
+		{"two addresses, a hostname", func(es *discoveryv1.EndpointSlice) {
+			es.Endpoints[0].Addresses = []string{"10.0.0.1", "10.0.0.2"}
+			es.Endpoints[0].Hostname = ptr("db-0")
+		}, "west", "[{db-0  [10.0.0.1 10.0.0.2]}]", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := mcSlice("ns", "s", "svc", "west", "10.0.0.1")
