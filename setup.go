@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -37,6 +39,16 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	m.boundAddrs = boundAddrs(dnsserver.GetConfig(c).ListenHosts, net.InterfaceAddrs)
+	ours, _ := c.Get(instanceKey{}).(*[]*Multicluster)
+	if ours == nil {
+		ours = new([]*Multicluster)
+		c.Set(instanceKey{}, ours)
+		// A reload from this instance that fails keeps this instance
+		// serving and drops the new one without shutting it down (caddy's
+		// Restart), though its OnStartup may have started controllers.
+		c.OnRestartFailed(func() error { stopAllBut(*ours); return nil })
+	}
+	*ours = append(*ours, m)
 	c.OnStartup(m.start)
 	c.OnStartup(func() error {
 		// The transfer plugin of the server block, if any, tells
@@ -55,6 +67,47 @@ func setup(c *caddy.Controller) error {
 		return m
 	})
 	return nil
+}
+
+// instanceKey keys, in a Caddy instance's storage, the plugin's instances
+// that Caddy instance set up.
+type instanceKey struct{}
+
+// running are the plugin's instances whose controller runs, of every Caddy
+// instance: while a reload starts the new ones, the old ones still serve.
+var running = struct {
+	sync.Mutex
+	m map[*Multicluster]bool
+}{m: map[*Multicluster]bool{}}
+
+// stopAllBut stops every running instance that is not in keep: those a
+// failed reload started.
+func stopAllBut(keep []*Multicluster) {
+	running.Lock()
+	var stop []*Multicluster
+	for m := range running.m {
+		if !slices.Contains(keep, m) {
+			stop = append(stop, m)
+		}
+	}
+	running.Unlock()
+	for _, m := range stop {
+		m.shutdown()
+	}
+	if len(stop) > 0 {
+		log.Infof("reload failed: stopped the %d watch(es) it had started", len(stop))
+		// The metrics are the process's: say again what the instances
+		// still serving know.
+		ready := true
+		for _, m := range keep {
+			ready = ready && m.Ready()
+		}
+		v := 0.0
+		if ready {
+			v = 1
+		}
+		synced.Set(v)
+	}
 }
 
 // maxZoneLen is the longest forward zone, with its final dot: the longest
@@ -373,6 +426,9 @@ func (m *Multicluster) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.ctx, m.stop, m.done = ctx, cancel, make(chan struct{})
 	go func() { defer close(m.done); ctrl.Run(ctx) }()
+	running.Lock()
+	running.m[m] = true
+	running.Unlock()
 
 	deadline := time.After(m.startupTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -389,6 +445,9 @@ func (m *Multicluster) start() error {
 }
 
 func (m *Multicluster) shutdown() error {
+	running.Lock()
+	delete(running.m, m)
+	running.Unlock()
 	if m.stop != nil {
 		m.stop()
 		<-m.done
