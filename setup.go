@@ -129,6 +129,11 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		seen = true
 		m.setZones(plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys))
 		for _, z := range m.forward {
+			if z == "." {
+				// Every name would be the plugin's, and the apex's SOA
+				// ("ns.dns..") does not pack: every reply would be lost.
+				return nil, c.Err(`zone "." would make every name the plugin's: name the MCS zone, as in "multicluster clusterset.local"`)
+			}
 			if len(z) > maxZoneLen {
 				return nil, c.Errf("zone %s is %d characters long: at most %d, so that every name answered in it fits in 255 octets", z, len(z), maxZoneLen)
 			}

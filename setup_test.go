@@ -119,6 +119,8 @@ func TestParseErrors(t *testing.T) {
 		{input: "multicluster {\n endpoint_ptr yes\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n endpoint_ptr\n}", wantErr: "endpoint_ptr needs a reverse zone among ZONES"},
 		{input: "multicluster a." + strings.Repeat("z", 51), wantErr: "Testfile:1 - Error during parsing: zone a." + strings.Repeat("z", 51) + ". is 54 characters long: at most 52"},
+		{input: "multicluster .", wantErr: `Testfile:1 - Error during parsing: zone "." would make every name the plugin's`},
+		{input: "multicluster clusterset.local . {\n}", wantErr: `zone "." would make every name the plugin's`},
 		{input: "multicluster {\n cluster_selectors west\n}", wantErr: "Testfile:2 - Error during parsing: Wrong argument count"},
 		{input: "multicluster {\n local_zone eu_west\n}", wantErr: `local_zone must be a zone name such as eu-west-1a (a DNS label), or node, not "eu_west"`},
 		{input: "multicluster {\n local_zone node\n}", wantErr: "local_zone node reads the zone of the node named by NODE_NAME, which is not set"},

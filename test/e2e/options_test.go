@@ -1,9 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clustersetdns/multicluster/test/e2e/harness"
 )
@@ -66,4 +72,27 @@ func TestFallthrough(t *testing.T) {
 	expect(t, c, defaultTTL, n("web.demo"), "A", findCase(t, n("web.demo"), "A").Want)
 	expect(t, c, defaultTTL, n("web.demo"), "AAAA", nodata())
 	expect(t, c, defaultTTL, n("west.db.demo"), "A", nodata())
+}
+
+// TestRootZoneRefused: a stanza whose zone is the root (a bare
+// `multicluster` in a `.:53` server block takes the block's zone) would make
+// every name the plugin's, and its apex SOA does not pack, so every reply
+// was lost; CoreDNS now stops at start and says why.
+func TestRootZoneRefused(t *testing.T) {
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "Corefile")
+	body := fmt.Sprintf(".:%d {\n\tbind 127.0.0.1\n\tmulticluster {\n\t\tkubeconfig %s\n\t}\n}\n", port, plugin.Kubeconfig)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, coredns, "-conf", conf).CombinedOutput()
+	const want = `zone "." would make every name the plugin's`
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("CoreDNS with %q: err %v, want an exit saying %q; output:\n%s", body, err, want, out)
+	}
 }
