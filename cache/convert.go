@@ -302,17 +302,17 @@ func sharedPorts(ports []Port) []Port {
 func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 	s := &Slice{Meta: Meta{Namespace: intern(es.Namespace), Name: es.Name, ResourceVersion: es.ResourceVersion}, Service: es.Labels[LabelServiceName]}
 	if len(validation.IsDNS1123Label(s.Service)) > 0 {
-		s.Problems = append(s.Problems, ReasonBadServiceName)
+		s.addProblem(ReasonBadServiceName)
 		s.Service = ""
 		return s
 	}
 	cluster, ok := es.Labels[LabelSourceCluster]
 	switch {
 	case !ok || cluster == "":
-		s.Problems = append(s.Problems, ReasonNoCluster)
+		s.addProblem(ReasonNoCluster)
 		return s
 	case len(validation.IsDNS1123Subdomain(cluster)) > 0:
-		s.Problems = append(s.Problems, ReasonBadCluster)
+		s.addProblem(ReasonBadCluster)
 		return s
 	}
 	var want func(netip.Addr) bool
@@ -322,7 +322,7 @@ func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 	case discoveryv1.AddressTypeIPv6:
 		want = func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
 	default:
-		s.Problems = append(s.Problems, ReasonAddressType)
+		s.addProblem(ReasonAddressType)
 		return s
 	}
 	s.Cluster = intern(cluster)
@@ -334,15 +334,15 @@ func sliceFrom(es *discoveryv1.EndpointSlice, deny []netip.Prefix) *Slice {
 		for _, a := range ep.Addresses {
 			ip, err := netip.ParseAddr(a)
 			if err != nil || ip.Zone() != "" {
-				s.Problems = append(s.Problems, ReasonBadAddress)
+				s.addProblem(ReasonBadAddress)
 				continue
 			}
 			if why := addressProblem(ip, deny); why != "" {
-				s.Problems = append(s.Problems, why)
+				s.addProblem(why)
 				continue
 			}
 			if !want(ip) {
-				s.Problems = append(s.Problems, ReasonBadAddress)
+				s.addProblem(ReasonBadAddress)
 				continue
 			}
 			e.Addrs = append(e.Addrs, ip)

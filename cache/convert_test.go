@@ -68,7 +68,7 @@ func TestImportProblems(t *testing.T) {
 			map[string]any{"name": "big", "port": int64(70000)},
 			http, map[string]any{"name": "http", "protocol": "TCP", "port": int64(8080)},
 		)}, true, "[]", "[{udp udp 53} {http tcp 80}]",
-			[]string{ReasonBadPortName, ReasonBadPort, ReasonBadPort, ReasonBadPort, ReasonDuplicatePort}},
+			[]string{ReasonBadPortName, ReasonBadPort, ReasonDuplicatePort}}, // each reason once
 		{"wrong shapes", map[string]any{"type": "ClusterSetIP", "ips": "10.0.0.1"}, false, "[]", "[]", []string{ReasonDecode}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

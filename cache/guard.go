@@ -131,7 +131,7 @@ func (b *endpointBudget) fit(s *Slice) {
 	b.releaseLocked(id)
 	if room := max(b.max-b.used[svc], 0); len(s.Endpoints) > room {
 		s.Endpoints = slices.Clone(s.Endpoints[:room]) // a copy: the cut ones must not stay reachable
-		s.Problems = append(s.Problems, ReasonTooManyEndpoints)
+		s.addProblem(ReasonTooManyEndpoints)
 	}
 	b.kept[id] = budgetEntry{s.Service, len(s.Endpoints)}
 	b.used[svc] += len(s.Endpoints)

@@ -117,8 +117,12 @@ func (im *Import) refused() bool {
 	})
 }
 
+// addProblem notes reason once, however many of the object's entries
+// have it: a write is logged and counted once per reason.
 func (im *Import) addProblem(reason string) {
-	im.more().problems = append(im.more().problems, reason)
+	if !slices.Contains(im.Problems(), reason) {
+		im.more().problems = append(im.more().problems, reason)
+	}
 }
 
 // Clusters are the source clusters a headless import lists, sorted; none
@@ -160,6 +164,13 @@ type Slice struct {
 	Cluster   string     // lower-case RFC 1123 subdomain; empty when unusable
 	Endpoints []Endpoint // ready endpoints only
 	Problems  []string
+}
+
+// addProblem notes reason once, as Import's does.
+func (s *Slice) addProblem(reason string) {
+	if !slices.Contains(s.Problems, reason) {
+		s.Problems = append(s.Problems, reason)
+	}
 }
 
 // Endpoint is one ready endpoint: its DNS label (hostname, or the IP with

@@ -87,7 +87,7 @@ func TestBadServiceImports(t *testing.T) {
 	create("noips", map[string]any{"type": "ClusterSetIP", "ports": []any{port("http", 80)}})
 	create("hlips", map[string]any{"type": "Headless", "ips": []any{"10.91.0.4"}, "ports": []any{port("http", 80)}})
 	create("ports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.5"}, "ports": []any{
-		port("Bad_Name", 81), port("zero", 0), port("http", 80), port("http", 8080), map[string]any{"port": int64(82)}}})
+		port("Bad_Name", 81), port("zero", 0), port("big", 70000), port("http", 80), port("http", 8080), map[string]any{"port": int64(82)}}})
 	create("noports", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.6"}, "ports": []any{}})
 	create("good", map[string]any{"type": "ClusterSetIP", "ips": []any{"10.91.0.9"}, "ports": []any{port("http", 80)}})
 
@@ -113,6 +113,11 @@ func TestBadServiceImports(t *testing.T) {
 		if !strings.Contains(c.Output(), ": "+reason+": ") {
 			t.Errorf("no log line for %s", reason)
 		}
+	}
+	// Two ports out of range in one write: one line (README: logged once
+	// per object write).
+	if got := strings.Count(c.Output(), "/ports: bad_port: "); got != 1 {
+		t.Errorf("%d log lines for ports' bad_port, want 1:\n%s", got, c.Output())
 	}
 	if strings.Contains(c.Output(), "panic") {
 		t.Errorf("panic:\n%s", c.Output())
