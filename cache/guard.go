@@ -129,12 +129,30 @@ func (b *endpointBudget) fit(s *Slice) {
 	defer b.mu.Unlock()
 	id, svc := objectID{s.Namespace, s.Name}, objectID{s.Namespace, s.Service}
 	b.releaseLocked(id)
-	if room := max(b.max-b.used[svc], 0); len(s.Endpoints) > room {
-		s.Endpoints = slices.Clone(s.Endpoints[:room]) // a copy: the cut ones must not stay reachable
+	// Addresses are what is counted: an endpoint may hold up to 100 of
+	// them, and each is a record.
+	n := 0
+	for _, e := range s.Endpoints {
+		n += len(e.Addrs)
+	}
+	if room := max(b.max-b.used[svc], 0); n > room {
+		// Copies: the cut ones must not stay reachable.
+		kept := make([]Endpoint, 0, min(len(s.Endpoints), room))
+		for _, e := range s.Endpoints {
+			if room == 0 {
+				break
+			}
+			if len(e.Addrs) > room {
+				e.Addrs = slices.Clone(e.Addrs[:room])
+			}
+			kept = append(kept, e)
+			room -= len(e.Addrs)
+		}
+		s.Endpoints, n = kept, b.max-b.used[svc]
 		s.addProblem(ReasonTooManyEndpoints)
 	}
-	b.kept[id] = budgetEntry{s.Service, len(s.Endpoints)}
-	b.used[svc] += len(s.Endpoints)
+	b.kept[id] = budgetEntry{s.Service, n}
+	b.used[svc] += n
 }
 
 // release gives back the room of the deleted slice namespace/name.

@@ -165,6 +165,36 @@ func TestControllerProtectedNamespaces(t *testing.T) {
 	}
 }
 
+// The cap counts addresses, not endpoints: an endpoint may hold up to 100
+// (discovery/v1), each a record, so one of many addresses is cut to what
+// fits, and the next slice of the service finds no room.
+func TestEndpointBudgetCountsAddresses(t *testing.T) {
+	b := newEndpointBudget(3)
+	s := &Slice{Meta: Meta{Namespace: "demo", Name: "db-a"}, Service: "db", Endpoints: []Endpoint{
+		{Host: "db-0", Addrs: []netip.Addr{netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.1.0.2")}},
+		{Host: "db-1", Addrs: []netip.Addr{netip.MustParseAddr("10.1.0.3"), netip.MustParseAddr("10.1.0.4")}},
+	}}
+	b.fit(s)
+	if got := fmt.Sprint(s.Endpoints, s.Problems); got != "[{db-0  [10.1.0.1 10.1.0.2]} {db-1  [10.1.0.3]}] [too_many_endpoints]" {
+		t.Errorf("got %s", got)
+	}
+	dbB := func() *Slice {
+		return &Slice{Meta: Meta{Namespace: "demo", Name: "db-b"}, Service: "db", Endpoints: []Endpoint{
+			{Host: "db-2", Addrs: []netip.Addr{netip.MustParseAddr("10.1.0.5")}}}}
+	}
+	next := dbB()
+	b.fit(next)
+	if len(next.Endpoints) != 0 {
+		t.Errorf("the full service's next slice kept %v", next.Endpoints)
+	}
+	b.release("demo", "db-a")
+	next = dbB()
+	b.fit(next)
+	if len(next.Endpoints) != 1 {
+		t.Errorf("after the release the slice kept %v", next.Endpoints)
+	}
+}
+
 // A service keeps at most MaxEndpoints endpoints: slices beyond the cap
 // keep what fits, what is cut is counted once per write, and a deleted
 // slice's room goes to the next write.

@@ -814,3 +814,29 @@ func TestTrustNames(t *testing.T) {
 		[]string{"10.154.1.2", "10.154.2.1", "10.154.3.1"})
 	checkSkipped(t, c, before, map[skipKey]float64{{kindSlice, cache.ReasonNameTooLong}: 1, {kindImportV1beta1, cache.ReasonBadServiceName}: 1})
 }
+
+// TestTrustEndpointCapAddresses: max_endpoints counts addresses, not
+// endpoints: an endpoint may hold up to 100 (discovery/v1), each a record,
+// so two endpoints of four addresses under a cap of 5 keep the first five
+// addresses, counted once as too_many_endpoints.
+func TestTrustEndpointCapAddresses(t *testing.T) {
+	const ns = "trust-cap-addresses"
+	c := harness.RunCoreDNS(t, coredns, harness.CoreDNSOptions{Metrics: true,
+		Plugins: harness.MulticlusterBlock(plugin.Kubeconfig, "max_endpoints 5")})
+	before := skipCounts(t, c)
+	ensureNamespace(t, ns)
+	writeImport(t, harness.Import{Namespace: ns, Name: "db", Type: "Headless", Ports: trustPorts})
+	es := mcsSlice(ns, "db-west", "db", "west", trustManagedBy, "IPv4", trustPorts,
+		[]mcsEndpoint{{addr: "10.156.0.1", hostname: "db-0"}, {addr: "10.156.1.1", hostname: "db-1"}})
+	for i := range es.Endpoints {
+		for j := 2; j <= 4; j++ {
+			es.Endpoints[i].Addresses = append(es.Endpoints[i].Addresses, fmt.Sprintf("10.156.%d.%d", i, j))
+		}
+	}
+	applyObjects(t, sliceObject(t, es))
+	name, db1 := n("db."+ns), n("db-1.west.db."+ns)
+	eventually(t, c, name, "A", want{Answer: []string{a(name, "10.156.0.1"), a(name, "10.156.0.2"), a(name, "10.156.0.3"),
+		a(name, "10.156.0.4"), a(name, "10.156.1.1")}})
+	expect(t, c, defaultTTL, db1, "A", want{Answer: []string{a(db1, "10.156.1.1")}})
+	checkSkipped(t, c, before, map[skipKey]float64{{kindSlice, cache.ReasonTooManyEndpoints}: 1})
+}
