@@ -374,6 +374,9 @@ func (m *Multicluster) restConfig() (*rest.Config, error) {
 	cfg.Dial = cache.DialAPIServer
 	if m.qps > 0 {
 		cfg.QPS = m.qps
+		// client-go refuses a QPS without a burst: its default burst, or
+		// one second's worth of the QPS when that is more.
+		cfg.Burst = max(rest.DefaultBurst, int(m.qps))
 	}
 	if m.burst > 0 {
 		cfg.Burst = m.burst

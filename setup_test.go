@@ -64,6 +64,20 @@ func TestParse(t *testing.T) {
 				t.Errorf("rest config %+v, %v", cfg, err)
 			}
 		}},
+		// A QPS alone: client-go refuses a QPS without a burst, so the
+		// burst is client-go's default, or the QPS when it is more.
+		{input: "multicluster {\n endpoint https://10.0.0.1:6443\n apiserver_qps 5\n}", check: func(t *testing.T, m *Multicluster) {
+			cfg, err := m.restConfig()
+			if err != nil || cfg.QPS != 5 || cfg.Burst != 10 {
+				t.Errorf("rest config QPS %v burst %d, %v; want 5 and client-go's default burst, 10", cfg.QPS, cfg.Burst, err)
+			}
+		}},
+		{input: "multicluster {\n endpoint https://10.0.0.1:6443\n apiserver_qps 50\n}", check: func(t *testing.T, m *Multicluster) {
+			cfg, err := m.restConfig()
+			if err != nil || cfg.Burst != 50 {
+				t.Errorf("rest config burst %d, %v; want 50", cfg.Burst, err)
+			}
+		}},
 		{input: "multicluster {\n local_zone EU-West-1A\n}", check: func(t *testing.T, m *Multicluster) {
 			if m.localZone != "eu-west-1a" {
 				t.Errorf("local_zone %q", m.localZone)

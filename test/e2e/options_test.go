@@ -96,3 +96,11 @@ func TestRootZoneRefused(t *testing.T) {
 		t.Fatalf("CoreDNS with %q: err %v, want an exit saying %q; output:\n%s", body, err, want, out)
 	}
 }
+
+// TestQPSWithoutBurst: apiserver_qps alone starts and answers; client-go
+// refuses a QPS without a burst, and the plugin used to stop at start with
+// client-go's words and no Corefile line.
+func TestQPSWithoutBurst(t *testing.T) {
+	c := startPluginDNS(t, "apiserver_qps 50")
+	eventually(t, c, n("web.demo"), "A", want{Answer: []string{a(n("web.demo"), "10.42.0.10")}})
+}
