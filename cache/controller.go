@@ -201,7 +201,8 @@ func (c *Controller) permissions() {
 	c.access = &permission{retry: 5 * time.Second,
 		denied: func(err error) {
 			c.cfg.Log.Warningf("permission denied: the plugin needs list and watch on serviceimports.multicluster.x-k8s.io "+
-				"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); not ready until it has them: %v", err)
+				"and endpointslices.discovery.k8s.io (deploy/rbac.yaml); until it has them, not ready before the first sync, "+
+				"and after it the answers stay as they were: %v", err)
 		},
 		granted: func(what string) { c.logf("%s: access granted", what) },
 	}
