@@ -43,10 +43,12 @@ func setup(c *caddy.Controller) error {
 	if ours == nil {
 		ours = new([]*Multicluster)
 		c.Set(instanceKey{}, ours)
-		// A reload from this instance that fails keeps this instance
-		// serving and drops the new one without shutting it down (caddy's
-		// Restart), though its OnStartup may have started controllers.
-		c.OnRestartFailed(func() error { stopAllBut(*ours); return nil })
+		// A reload from this instance that fails drops the new instance
+		// without shutting it down (caddy's Restart), though its
+		// OnStartup may have started controllers; and one that fails in
+		// this instance's OnShutdown, after the new one took over, leaves
+		// this instance's later shutdowns unrun.
+		c.OnRestartFailed(func() error { stopUnserved(); return nil })
 	}
 	*ours = append(*ours, m)
 	c.OnStartup(m.start)
@@ -80,9 +82,17 @@ var running = struct {
 	m map[*Multicluster]bool
 }{m: map[*Multicluster]bool{}}
 
-// stopAllBut stops every running instance that is not in keep: those a
-// failed reload started.
-func stopAllBut(keep []*Multicluster) {
+// stopUnserved stops every running instance that no serving Caddy instance
+// set up: those of a reload that failed, or of the instance it replaced.
+func stopUnserved() {
+	var keep []*Multicluster
+	for _, inst := range caddy.Instances() {
+		inst.StorageMu.RLock()
+		if ours, ok := inst.Storage[instanceKey{}].(*[]*Multicluster); ok {
+			keep = append(keep, *ours...)
+		}
+		inst.StorageMu.RUnlock()
+	}
 	running.Lock()
 	var stop []*Multicluster
 	for m := range running.m {
@@ -95,7 +105,7 @@ func stopAllBut(keep []*Multicluster) {
 		m.shutdown()
 	}
 	if len(stop) > 0 {
-		log.Infof("reload failed: stopped the %d watch(es) it had started", len(stop))
+		log.Infof("reload failed: stopped %d watch(es) that no serving instance holds", len(stop))
 		// The metrics are the process's: say again what the instances
 		// still serving know.
 		ready := true

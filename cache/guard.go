@@ -142,9 +142,9 @@ func (b *endpointBudget) fit(s *Slice) {
 			if room == 0 {
 				break
 			}
-			if len(e.Addrs) > room {
-				e.Addrs = slices.Clone(e.Addrs[:room])
-			}
+			// Endpoints named by their address share one array: each
+			// kept one gets its own.
+			e.Addrs = slices.Clone(e.Addrs[:min(len(e.Addrs), room)])
 			kept = append(kept, e)
 			room -= len(e.Addrs)
 		}

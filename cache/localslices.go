@@ -23,7 +23,9 @@ import (
 // the local pods. So an endpoint of a slice that claims the local cluster
 // counts as local only when every address of it is in an EndpointSlice of
 // the local Service of the same namespace and name (namespace sameness,
-// KEP-1645); the others are answered as any other cluster's endpoints.
+// KEP-1645); the others are answered as any other cluster's endpoints. An
+// endpoint without a hostname is one endpoint per address (sliceFrom), so
+// each of its addresses is proven on its own.
 //
 // These slices are watched from the first service that prefers the local
 // cluster's endpoints (trafficDistribution, or prefer_local, with a local
