@@ -540,8 +540,9 @@ func throttleAudit(t *testing.T, r *migRig, what string, ids []*harness.Identity
 	}
 	// Every 429 of the priority level is one of these replicas' or the
 	// probe's.
-	res.total429 = len(throttled(all))
-	res.asked = apfRetryAfters(t, throttled(append(all, probed...)))
+	rejected := throttled(all)
+	res.total429 = len(rejected)
+	res.asked = apfRetryAfters(t, append(rejected, throttled(probed)...)) // it orders them itself
 	for _, ev := range probed {
 		delete(res.asked, ev.AuditID)
 	}
